@@ -1,1 +1,239 @@
-// placeholder: being written
+// CPU backend of SampleCategorical: the shared per-row arithmetic of
+// categorical_core.h run over the rows one after another, plus the textbook
+// sequential-prefix sampler that tests compare it with.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/categorical.h"
+#include "sampler/kernels/categorical_core.h"
+#include "sampler/kernels/philox.h"
+
+namespace sampler::kernels {
+namespace {
+
+const char* FieldName(WeightKind kind) {
+  return kind == WeightKind::kLogits ? "logits" : "weights";
+}
+
+template <typename T>
+absl::Status ValidateWeightsRow(const T* row, int64_t r, int64_t categories) {
+  double total = 0;
+  for (int64_t j = 0; j < categories; ++j) {
+    const T w = row[j];
+    if (!std::isfinite(w) || !(w >= T(0))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "weights[", r, "][", j, "] = ", w, ": must be finite and >= 0"));
+    }
+    total += static_cast<double>(w);
+  }
+  if (!(total > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights[", r, "]: all weights are zero"));
+  }
+  // Every partial sum the butterfly or the reference forms is at most the
+  // total plus rounding, so half the largest T leaves room for both orders.
+  const double limit = static_cast<double>(std::numeric_limits<T>::max()) / 2;
+  if (!(total <= limit)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights[", r, "]: row total ", total, " must be at most ",
+                     limit, " (half the largest value)"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status ValidateLogitsRow(const T* row, int64_t r, int64_t categories) {
+  bool any_finite = false;
+  for (int64_t j = 0; j < categories; ++j) {
+    const T l = row[j];
+    if (std::isnan(l) || l == std::numeric_limits<T>::infinity()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "logits[", r, "][", j, "] = ", l, ": must not be NaN or +inf"));
+    }
+    any_finite = any_finite || std::isfinite(l);
+  }
+  if (!any_finite) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("logits[", r, "]: all logits are -inf"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOutput(const CategoricalShape& shape, size_t out_size) {
+  // Validated shape: rows >= 1 and 1 <= draws <= 2^20.
+  if (shape.rows > std::numeric_limits<int64_t>::max() / shape.draws ||
+      out_size != static_cast<uint64_t>(shape.rows * shape.draws)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "out.size() = ", out_size, ": must equal rows * draws = ", shape.rows,
+        " * ", shape.draws));
+  }
+  return absl::OkStatus();
+}
+
+// The butterfly of the contract: per row one table (categorical_core.h).
+template <typename T>
+struct ButterflyMethod {
+  static T Prepare(const T* w, int64_t categories, T* table) {
+    return categorical::BuildRowTable(w, categories, table);
+  }
+  static int64_t Draw(const T* w, const T* table, int64_t categories, T total,
+                      T uniform, int lane) {
+    return categorical::ButterflyDraw(w, table, categories, total, uniform,
+                                      lane);
+  }
+};
+
+// The textbook method: a full sequential prefix sum and a binary search
+// (the paper's Algorithm 3); it ignores the lane.
+template <typename T>
+struct ReferenceMethod {
+  static T Prepare(const T* w, int64_t categories, T* prefix) {
+    T sum = T(0);
+    for (int64_t j = 0; j < categories; ++j) {
+      sum = sum + w[j];
+      prefix[j] = sum;
+    }
+    return sum;
+  }
+  static int64_t Draw(const T* w, const T* prefix, int64_t categories, T total,
+                      T uniform, int /*lane*/) {
+    const T u = total * uniform;
+    int64_t lo = 0;
+    int64_t hi = categories - 1;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (u < prefix[mid]) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return categorical::SkipZeroWeight(w, categories, lo);
+  }
+};
+
+template <typename T, typename Method>
+absl::Status Sample(absl::Span<const T> values, const CategoricalShape& shape,
+                    WeightKind kind, uint64_t seed, uint64_t first_row,
+                    absl::Span<int32_t> out) {
+  if (absl::Status s = ValidateCategorical(values, shape, kind); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateOutput(shape, out.size()); !s.ok()) return s;
+
+  const int64_t categories = shape.categories;
+  const int32_t draws = shape.draws;
+  constexpr int kPerBlock = categorical::DrawUniforms<T>::kPerBlock;
+  // Scratch reused by every row: the weights made from logits, and the row
+  // table. Each is K values, whatever the number of rows.
+  std::vector<T> weights(kind == WeightKind::kLogits ? categories : 0);
+  std::vector<T> table(categories);
+
+  for (int64_t r = 0; r < shape.rows; ++r) {
+    const T* row = values.data() + r * categories;
+    const T* w = row;
+    if (kind == WeightKind::kLogits) {
+      categorical::LogitsToWeights(row, categories, weights.data());
+      w = weights.data();
+    }
+    const T total = Method::Prepare(w, categories, table.data());
+    const uint64_t item = first_row + static_cast<uint64_t>(r);
+    const int lane = categorical::LaneOf(item);
+    int32_t* row_out = out.data() + r * draws;
+    PhiloxBlock block{};
+    for (int32_t d = 0; d < draws; ++d) {
+      if (d % kPerBlock == 0) block = categorical::DrawBlock<T>(seed, item, d);
+      const T uniform = categorical::DrawUniforms<T>::Uniform(block, d);
+      row_out[d] = static_cast<int32_t>(
+          Method::Draw(w, table.data(), categories, total, uniform, lane));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+template <typename T>
+absl::Status ValidateCategorical(absl::Span<const T> values,
+                                 const CategoricalShape& shape,
+                                 WeightKind kind) {
+  if (shape.rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows = ", shape.rows, ": must be >= 1"));
+  }
+  if (shape.categories < 1 ||
+      shape.categories > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("categories = ", shape.categories, ": must be in [1, ",
+                     std::numeric_limits<int32_t>::max(), "]"));
+  }
+  if (shape.draws < 1 || shape.draws > kMaxCategoricalDraws) {
+    return absl::InvalidArgumentError(absl::StrCat("draws = ", shape.draws,
+                                                   ": must be in [1, ",
+                                                   kMaxCategoricalDraws, "]"));
+  }
+  if (shape.rows > std::numeric_limits<int64_t>::max() / shape.categories ||
+      values.size() != static_cast<uint64_t>(shape.rows * shape.categories)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(FieldName(kind), ".size() = ", values.size(),
+                     ": must equal rows * categories = ", shape.rows, " * ",
+                     shape.categories));
+  }
+  for (int64_t r = 0; r < shape.rows; ++r) {
+    const T* row = values.data() + r * shape.categories;
+    absl::Status s = kind == WeightKind::kLogits
+                         ? ValidateLogitsRow(row, r, shape.categories)
+                         : ValidateWeightsRow(row, r, shape.categories);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status SampleCategoricalCpu(absl::Span<const T> values,
+                                  const CategoricalShape& shape,
+                                  WeightKind kind, uint64_t seed,
+                                  uint64_t first_row, absl::Span<int32_t> out) {
+  return Sample<T, ButterflyMethod<T>>(values, shape, kind, seed, first_row,
+                                       out);
+}
+
+template <typename T>
+absl::Status SampleCategoricalReferenceCpu(absl::Span<const T> values,
+                                           const CategoricalShape& shape,
+                                           WeightKind kind, uint64_t seed,
+                                           uint64_t first_row,
+                                           absl::Span<int32_t> out) {
+  return Sample<T, ReferenceMethod<T>>(values, shape, kind, seed, first_row,
+                                       out);
+}
+
+template absl::Status ValidateCategorical<float>(absl::Span<const float>,
+                                                 const CategoricalShape&,
+                                                 WeightKind);
+template absl::Status ValidateCategorical<double>(absl::Span<const double>,
+                                                  const CategoricalShape&,
+                                                  WeightKind);
+template absl::Status SampleCategoricalCpu<float>(absl::Span<const float>,
+                                                  const CategoricalShape&,
+                                                  WeightKind, uint64_t,
+                                                  uint64_t,
+                                                  absl::Span<int32_t>);
+template absl::Status SampleCategoricalCpu<double>(absl::Span<const double>,
+                                                   const CategoricalShape&,
+                                                   WeightKind, uint64_t,
+                                                   uint64_t,
+                                                   absl::Span<int32_t>);
+template absl::Status SampleCategoricalReferenceCpu<float>(
+    absl::Span<const float>, const CategoricalShape&, WeightKind, uint64_t,
+    uint64_t, absl::Span<int32_t>);
+template absl::Status SampleCategoricalReferenceCpu<double>(
+    absl::Span<const double>, const CategoricalShape&, WeightKind, uint64_t,
+    uint64_t, absl::Span<int32_t>);
+
+}  // namespace sampler::kernels

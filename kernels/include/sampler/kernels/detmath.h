@@ -19,7 +19,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
 #include "sampler/kernels/common.h"
 
@@ -84,7 +83,7 @@ SAMPLER_HD double RoundNearest(double t) {
 
 SAMPLER_HD float Exp(float x) {
   if (x != x) return x;
-  if (x > 88.72284f) return std::numeric_limits<float>::infinity();
+  if (x > 88.72284f) return FloatFromBits(0x7f800000u);
   if (x < -103.97208f) return 0.0f;
   const float k = RoundNearest(x * 1.44269504f);
   // Cody-Waite reduction: r = x - k*ln2 in two fma steps.
@@ -110,7 +109,7 @@ SAMPLER_HD float Exp(float x) {
 
 SAMPLER_HD double Exp(double x) {
   if (x != x) return x;
-  if (x > 709.782712893384) return std::numeric_limits<double>::infinity();
+  if (x > 709.782712893384) return DoubleFromBits(0x7ff0000000000000ull);
   if (x < -745.1332191019412) return 0.0;
   const double k = RoundNearest(x * 1.4426950408889634);
   double r = Fma(-k, 6.93147180369123816490e-01, x);  // ln2 high part
@@ -141,10 +140,10 @@ SAMPLER_HD double Exp(double x) {
 // Natural logarithm. log(0) = -inf, log(x < 0) = NaN, log(inf) = inf.
 SAMPLER_HD float Log(float x) {
   if (!(x > 0.0f)) {
-    return x == 0.0f ? -std::numeric_limits<float>::infinity()
-                     : std::numeric_limits<float>::quiet_NaN();
+    return x == 0.0f ? -FloatFromBits(0x7f800000u)
+                     : FloatFromBits(0x7fc00000u);
   }
-  if (x == std::numeric_limits<float>::infinity()) return x;
+  if (x == FloatFromBits(0x7f800000u)) return x;
   int e = 0;
   if (x < 1.17549435e-38f) {  // subnormal: make it normal first
     x *= 8388608.0f;          // 2^23
@@ -174,10 +173,10 @@ SAMPLER_HD float Log(float x) {
 
 SAMPLER_HD double Log(double x) {
   if (!(x > 0.0)) {
-    return x == 0.0 ? -std::numeric_limits<double>::infinity()
-                    : std::numeric_limits<double>::quiet_NaN();
+    return x == 0.0 ? -DoubleFromBits(0x7ff0000000000000ull)
+                    : DoubleFromBits(0x7ff8000000000000ull);
   }
-  if (x == std::numeric_limits<double>::infinity()) return x;
+  if (x == DoubleFromBits(0x7ff0000000000000ull)) return x;
   int e = 0;
   if (x < 2.2250738585072014e-308) {
     x *= 4503599627370496.0;  // 2^52
@@ -255,14 +254,14 @@ SAMPLER_HD double Cos2Pi(double u) {
   const double f = t - q;
   const double th = f * 1.5707963267948966;
   const double s2 = th * th;
-  double c = 1.0 / 6402373705728000.0;  // 1/18!
-  c = Fma(c, s2, -1.0 / 20922789888000.0);
-  c = Fma(c, s2, 1.0 / 87178291200.0);
-  c = Fma(c, s2, -1.0 / 479001600.0);
-  c = Fma(c, s2, 1.0 / 3628800.0);
-  c = Fma(c, s2, -1.0 / 40320.0);
-  c = Fma(c, s2, 1.0 / 720.0);
-  c = Fma(c, s2, -1.0 / 24.0);
+  double c = -1.0 / 6402373705728000.0;  // -1/18!
+  c = Fma(c, s2, 1.0 / 20922789888000.0);
+  c = Fma(c, s2, -1.0 / 87178291200.0);
+  c = Fma(c, s2, 1.0 / 479001600.0);
+  c = Fma(c, s2, -1.0 / 3628800.0);
+  c = Fma(c, s2, 1.0 / 40320.0);
+  c = Fma(c, s2, -1.0 / 720.0);
+  c = Fma(c, s2, 1.0 / 24.0);
   c = Fma(c, s2, 0.5 * -1.0);
   c = Fma(c, s2, 1.0);
   double s = -1.0 / 121645100408832000.0;  // -1/19!
