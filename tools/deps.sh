@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need, on Debian 12 or Ubuntu 22.04+,
+# skipping whatever is already there. Safe to run again.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev prometheus-cpp-dev librandom123-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
+  python3 python3-grpcio nodejs npm
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# buf (proto lint) comes from npm, pinned by tools/buf/package-lock.json.
+here=$(cd "$(dirname "$0")" && pwd)
+if [ ! -x "$here/buf/node_modules/.bin/buf" ]; then
+  echo "deps: installing buf from npm"
+  (cd "$here/buf" && npm ci --no-audit --no-fund --loglevel=error)
+fi
