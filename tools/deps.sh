@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev librandom123-dev
   libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
-  python3 python3-grpcio nodejs npm
+  python3 python3-grpcio
 )
 
 missing=()
@@ -16,6 +16,10 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$p")
 done
+
+# Node.js and npm may come from elsewhere than Debian (a newer npm, say):
+# only ask apt for them when there is no npm at all.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
@@ -26,9 +30,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${missing[@]}" >/dev/null
 fi
 
-# buf (proto lint) comes from npm, pinned by tools/buf/package-lock.json.
+# buf (proto lint) comes from npm, at the exact version tools/buf/package.json pins.
 here=$(cd "$(dirname "$0")" && pwd)
 if [ ! -x "$here/buf/node_modules/.bin/buf" ]; then
   echo "deps: installing buf from npm"
-  (cd "$here/buf" && npm ci --no-audit --no-fund --loglevel=error)
+  (cd "$here/buf" && npm install --no-audit --no-fund --no-save --loglevel=error)
 fi
