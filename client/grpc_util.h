@@ -1,0 +1,60 @@
+// The gRPC plumbing the client tools share: channels, deadlines, status
+// conversion.
+#ifndef SAMPLER_CLIENT_GRPC_UTIL_H_
+#define SAMPLER_CLIENT_GRPC_UTIL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/support/status.h"
+#include "grpcpp/support/sync_stream.h"
+
+namespace sampler::client {
+
+// An insecure channel to `target` that accepts messages of any size: gRPC's
+// client default of 4 MiB is far below what the server may send.
+// `channel_index` > 0 gives a channel that shares no connection with the
+// others (gRPC otherwise pools subchannels for equal arguments), so that a
+// load generator can spread load over several TCP connections.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           int channel_index = 0);
+
+// Sets the deadline to now + timeout; an infinite or non-positive timeout
+// sets none.
+void SetTimeout(absl::Duration timeout, grpc::ClientContext* context);
+
+// gRPC and absl share status codes and their names ("UNAVAILABLE").
+absl::Status ToAbslStatus(const grpc::Status& status);
+std::string StatusCodeName(grpc::StatusCode code);
+
+// Reads a server stream to its end, handing each chunk to `on_chunk` in
+// order. An error from `on_chunk` (a malformed chunk) cancels the call and is
+// returned; otherwise the call's own status is.
+template <typename Chunk>
+absl::Status ReadStream(
+    grpc::ClientContext* context, grpc::ClientReaderInterface<Chunk>* reader,
+    absl::FunctionRef<absl::Status(const Chunk&)> on_chunk) {
+  Chunk chunk;
+  absl::Status chunk_status;
+  while (reader->Read(&chunk)) {
+    chunk_status = on_chunk(chunk);
+    if (!chunk_status.ok()) {
+      context->TryCancel();
+      while (reader->Read(&chunk)) {
+      }
+      break;
+    }
+  }
+  const grpc::Status call_status = reader->Finish();
+  if (!chunk_status.ok()) return chunk_status;
+  return ToAbslStatus(call_status);
+}
+
+}  // namespace sampler::client
+
+#endif  // SAMPLER_CLIENT_GRPC_UTIL_H_

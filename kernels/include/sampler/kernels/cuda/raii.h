@@ -1,0 +1,152 @@
+// Move-only owners of CUDA resources (in the style of rmm's cuda_stream and
+// device_buffer). Destructors never throw and never report: they release
+// what they own and ignore errors, which at that point have nowhere to go.
+#ifndef SAMPLER_KERNELS_CUDA_RAII_H_
+#define SAMPLER_KERNELS_CUDA_RAII_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "sampler/kernels/cuda/status.h"
+
+namespace sampler::kernels::cuda {
+
+// A non-blocking stream.
+class Stream {
+ public:
+  static absl::StatusOr<Stream> Create() {
+    cudaStream_t s = nullptr;
+    SAMPLER_CUDA_RETURN_IF_ERROR(
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return Stream(s);
+  }
+  Stream() = default;
+  Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Stream& operator=(Stream&& o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() {
+    if (s_ != nullptr) cudaStreamDestroy(s_);
+  }
+  cudaStream_t get() const { return s_; }
+
+ private:
+  explicit Stream(cudaStream_t s) : s_(s) {}
+  cudaStream_t s_ = nullptr;
+};
+
+// An event; timing on request (for kernel time from events).
+class Event {
+ public:
+  static absl::StatusOr<Event> Create(bool timing) {
+    cudaEvent_t e = nullptr;
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(
+        &e, timing ? cudaEventDefault : cudaEventDisableTiming));
+    return Event(e);
+  }
+  Event() = default;
+  Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  Event& operator=(Event&& o) noexcept {
+    std::swap(e_, o.e_);
+    return *this;
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() {
+    if (e_ != nullptr) cudaEventDestroy(e_);
+  }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  explicit Event(cudaEvent_t e) : e_(e) {}
+  cudaEvent_t e_ = nullptr;
+};
+
+// Page-locked host memory (staging for copies that overlap kernels).
+class PinnedBuffer {
+ public:
+  static absl::StatusOr<PinnedBuffer> Create(size_t bytes) {
+    void* p = nullptr;
+    if (bytes > 0) SAMPLER_CUDA_RETURN_IF_ERROR(cudaMallocHost(&p, bytes));
+    return PinnedBuffer(p, bytes);
+  }
+  PinnedBuffer() = default;
+  PinnedBuffer(PinnedBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (p_ != nullptr) cudaFreeHost(p_);
+  }
+  void* data() const { return p_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  PinnedBuffer(void* p, size_t bytes) : p_(p), bytes_(bytes) {}
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Device memory from a stream-ordered pool: allocated and freed in stream
+// order (cudaMallocAsync / cudaFreeAsync), so the free waits for the work
+// queued before it on that stream.
+class DeviceBuffer {
+ public:
+  static absl::StatusOr<DeviceBuffer> Create(size_t bytes, cudaStream_t stream,
+                                             cudaMemPool_t pool = nullptr) {
+    void* p = nullptr;
+    if (bytes > 0) {
+      if (pool != nullptr) {
+        SAMPLER_CUDA_RETURN_IF_ERROR(
+            cudaMallocFromPoolAsync(&p, bytes, pool, stream));
+      } else {
+        SAMPLER_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&p, bytes, stream));
+      }
+    }
+    return DeviceBuffer(p, bytes, stream);
+  }
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)),
+        bytes_(std::exchange(o.bytes_, 0)),
+        stream_(o.stream_) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(stream_, o.stream_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (p_ != nullptr) cudaFreeAsync(p_, stream_);
+  }
+  void* data() const { return p_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+  size_t size() const { return bytes_; }
+
+ private:
+  DeviceBuffer(void* p, size_t bytes, cudaStream_t stream)
+      : p_(p), bytes_(bytes), stream_(stream) {}
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace sampler::kernels::cuda
+
+#endif  // SAMPLER_KERNELS_CUDA_RAII_H_

@@ -1,0 +1,77 @@
+// The backend interface: executes whole batches as segmented problems. The
+// CPU backend (cpu_backend.h) runs them on a thread pool; the CUDA backend
+// packs each batch into pinned staging memory and launches one kernel per
+// batch on one of its streams. Both report completion asynchronously, so the
+// batcher can keep filling the next batch while one runs.
+#ifndef SAMPLER_SERVER_BACKEND_H_
+#define SAMPLER_SERVER_BACKEND_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/jobs.h"
+
+namespace sampler::server {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int64_t memory_bytes = 0;
+  std::string compute_capability;
+  int multiprocessors = 0;
+};
+
+struct BackendInfo {
+  std::string name;  // "cpu" or "cuda"
+  std::vector<DeviceInfo> devices;
+  std::string reason;  // why this backend was chosen
+};
+
+// Called once per batch when every output of the batch is written (or the
+// batch failed as a whole: RESOURCE_EXHAUSTED when device memory ran out,
+// INTERNAL for a device error). Per-job failures are in each job's `status`.
+// `device` names where it ran ("cpu", "0", "1", ...) and `device_seconds` is
+// the execution time measured there (kernel time from events on a GPU), for
+// the metrics.
+struct BatchResult {
+  absl::Status status;
+  std::string device;
+  double device_seconds = 0;
+};
+using BatchDone = std::function<void(BatchResult)>;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual BackendInfo Info() const = 0;
+
+  // How many batches it can execute at once. A batcher holds its next batch
+  // back while this many are in flight, so batches grow under load.
+  virtual int Capacity() const = 0;
+
+  // Execute a batch. Returns at once (or after a short enqueue); `done` is
+  // called exactly once, from any thread. The jobs' inputs and outputs stay
+  // alive until then.
+  virtual void Run(Batch<EnumerateJob> batch, BatchDone done) = 0;
+  virtual void Run(Batch<CategoricalJob> batch, BatchDone done) = 0;
+  virtual void Run(Batch<GammaJob> batch, BatchDone done) = 0;
+  virtual void Run(Batch<DirichletJob> batch, BatchDone done) = 0;
+  virtual void Run(Batch<BoardsJob> batch, BatchDone done) = 0;
+
+  // Bytes in the device memory pools by state ("used", "reserved"), per
+  // device, for the sampler_device_pool_bytes gauge. Empty on the CPU.
+  struct PoolBytes {
+    std::string device;
+    int64_t used = 0;
+    int64_t reserved = 0;
+  };
+  virtual std::vector<PoolBytes> PoolUsage() const { return {}; }
+};
+
+}  // namespace sampler::server
+
+#endif  // SAMPLER_SERVER_BACKEND_H_

@@ -1,0 +1,135 @@
+// Typed jobs: a validated request (or one chunk of a streamed request), ready
+// to be batched and executed. Validation (validate.h) builds them from the
+// protos; the batcher groups them; a backend executes a batch of them and
+// writes each job's output straight into its response's memory.
+#ifndef SAMPLER_SERVER_JOBS_H_
+#define SAMPLER_SERVER_JOBS_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/boards.h"
+#include "sampler/kernels/categorical.h"
+#include "sampler/kernels/enumerate.h"
+#include "sampler/kernels/gamma.h"
+
+namespace sampler::server {
+
+using Clock = std::chrono::steady_clock;
+
+// The five request kinds, each with its own batcher. Also the `method` label
+// of the metrics (MethodName).
+enum class Kind { kEnumerate, kCategorical, kGamma, kDirichlet, kBoards };
+inline constexpr Kind kAllKinds[] = {Kind::kEnumerate, Kind::kCategorical,
+                                     Kind::kGamma, Kind::kDirichlet,
+                                     Kind::kBoards};
+const char* MethodName(Kind kind);  // "Enumerate", "SampleGamma", ...
+
+// What every job carries besides its work: how much work it is, when it must
+// be done by, how to tell that its client left, and whom to tell when done.
+struct Job {
+  virtual ~Job() = default;
+
+  // Work items: samples, rows x draws, output elements or positions. Batches
+  // close on these; queues are bounded by them.
+  int64_t items = 0;
+  // The seed used (echoed to the client).
+  uint64_t seed = 0;
+  // When the client stops waiting; Clock::time_point::max() for never.
+  Clock::time_point deadline = Clock::time_point::max();
+  // Set by the service; true once the client has cancelled or gone away.
+  std::function<bool()> cancelled = [] { return false; };
+  // Set on entering the queue (for the queue-wait metric).
+  Clock::time_point enqueued{};
+  // A per-job failure found during execution (e.g. an enumeration whose
+  // result overflows the precision); OK otherwise. Written by the backend.
+  absl::Status status;
+  // Called exactly once, from any thread, with the job's final status: its
+  // own, or the batch's if the batch failed, or CANCELLED/DEADLINE_EXCEEDED
+  // if it was dropped before execution, or UNAVAILABLE at shutdown.
+  std::function<void(absl::Status)> done;
+};
+
+// ---------------------------------------------------------------- kinds ----
+// Each kind's parameters come in the request's precision T (float or double);
+// `out` points into the response message (or a chunk's buffer).
+
+template <typename T>
+struct EnumerateProblem {
+  std::vector<int64_t> offsets;
+  std::vector<std::vector<T>> terms;
+  absl::Span<T> out;             // result length: sum(len) - (terms - 1)
+  int64_t* out_offset = nullptr;  // sum of offsets, written by the backend
+};
+template <typename T>
+struct EnumerateWork {
+  kernels::ProbSpace input_space = kernels::ProbSpace::kLinear;
+  kernels::ProbSpace output_space = kernels::ProbSpace::kLinear;
+  std::vector<EnumerateProblem<T>> problems;
+};
+struct EnumerateJob : Job {
+  std::variant<EnumerateWork<float>, EnumerateWork<double>> work;
+};
+
+template <typename T>
+struct CategoricalWork {
+  std::vector<T> values;  // rows x categories, row-major
+  absl::Span<int32_t> out;  // rows x draws
+};
+struct CategoricalJob : Job {
+  kernels::CategoricalShape shape;  // rows, categories, draws
+  kernels::WeightKind weight_kind = kernels::WeightKind::kWeights;
+  uint64_t first_row = 0;  // within the request (chunks of a stream)
+  std::variant<CategoricalWork<float>, CategoricalWork<double>> work;
+};
+
+template <typename T>
+struct GammaWork {
+  // Either per-element parameters (scale empty means 1) or groups.
+  std::vector<T> shape;
+  std::vector<T> scale;
+  std::vector<kernels::GammaGroup<T>> groups;
+  absl::Span<T> out;
+};
+struct GammaJob : Job {
+  bool log_output = false;
+  uint64_t first_sample = 0;  // within the request (chunks of a stream)
+  std::variant<GammaWork<float>, GammaWork<double>> work;
+};
+
+template <typename T>
+struct DirichletWork {
+  std::vector<T> alpha;              // rows laid end to end
+  std::vector<int64_t> row_offsets;  // rows + 1 entries, from 0
+  absl::Span<T> out;                 // like alpha
+};
+struct DirichletJob : Job {
+  bool log_output = false;
+  std::variant<DirichletWork<float>, DirichletWork<double>> work;
+};
+
+struct BoardsJob : Job {
+  kernels::BoardSpec spec;
+  int64_t count = 0;            // positions
+  uint64_t first_position = 0;  // within the request (chunks of a stream)
+  absl::Span<uint64_t> out;     // count x colours x words
+};
+
+// A batch: jobs of one kind executed together as one segmented problem.
+template <typename JobT>
+struct Batch {
+  std::vector<std::shared_ptr<JobT>> jobs;
+  int64_t items = 0;
+};
+
+}  // namespace sampler::server
+
+#endif  // SAMPLER_SERVER_JOBS_H_

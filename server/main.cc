@@ -1,0 +1,164 @@
+// sampler-server: the gRPC sampling service.
+//
+// Startup: backend (CUDA when asked for or found, else CPU), metrics
+// endpoint, service, gRPC server with health and reflection. Shutdown on
+// SIGTERM or SIGINT: health goes NOT_SERVING, new calls are refused, calls in
+// flight finish (bounded by --shutdown_grace), queued work drains, exit 0.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "server/backend_factory.h"
+#include "server/metrics.h"
+#include "server/service.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address");
+ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
+          "Prometheus /metrics listen address (empty: no metrics endpoint)");
+ABSL_FLAG(std::string, backend, "auto",
+          "auto (CUDA if a GPU is usable, else CPU), cpu or cuda");
+ABSL_FLAG(int64_t, max_batch_items, int64_t{1} << 20,
+          "A batch closes when it holds this many work items (1: no batching)");
+ABSL_FLAG(absl::Duration, max_batch_delay, absl::Milliseconds(2),
+          "... or when its oldest request has waited this long");
+ABSL_FLAG(int64_t, max_queued_items, int64_t{1} << 26,
+          "Work items waiting in all queues together; beyond this new "
+          "requests get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_items_per_request, int64_t{1} << 24,
+          "Most work items in one unary request");
+ABSL_FLAG(int64_t, max_items_per_stream, int64_t{1} << 33,
+          "Most work items in one streamed request");
+ABSL_FLAG(int64_t, max_enumerate_pairs, 2'000'000'000,
+          "Most multiply-adds in one Enumerate request (CPU work is O(m n))");
+ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
+          "Largest gRPC message received or sent, in bytes");
+ABSL_FLAG(int32_t, worker_threads, 0,
+          "CPU backend threads (0: one per core)");
+ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
+          "On SIGTERM: how long to stay up reporting NOT_SERVING before "
+          "refusing new calls (lets load balancers move away)");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
+          "On SIGTERM: how long calls in flight may take to finish");
+
+namespace sampler::server {
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+constexpr char kServiceName[] = "sampler.v1.SamplerService";
+
+int Run() {
+  absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(
+      absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_worker_threads));
+  if (!backend.ok()) {
+    std::fprintf(stderr, "sampler-server: %s\n",
+                 backend.status().ToString().c_str());
+    return 1;
+  }
+  const BackendInfo info = (*backend)->Info();
+  std::fprintf(stderr, "sampler-server: backend %s (%s)\n", info.name.c_str(),
+               info.reason.c_str());
+
+  std::unique_ptr<Metrics> metrics;
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (metrics_listen.empty()) {
+    metrics = std::make_unique<Metrics>();
+  } else {
+    absl::StatusOr<std::unique_ptr<Metrics>> created =
+        Metrics::Create(metrics_listen);
+    if (!created.ok()) {
+      std::fprintf(stderr, "sampler-server: metrics on %s: %s\n",
+                   metrics_listen.c_str(), created.status().ToString().c_str());
+      return 1;
+    }
+    metrics = *std::move(created);
+  }
+
+  ServiceOptions options;
+  options.version = kVersion;
+  options.limits.max_items_per_request =
+      absl::GetFlag(FLAGS_max_items_per_request);
+  options.limits.max_items_per_stream =
+      absl::GetFlag(FLAGS_max_items_per_stream);
+  options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.limits.max_enumerate_pairs = absl::GetFlag(FLAGS_max_enumerate_pairs);
+  options.batcher.max_batch_items =
+      std::max<int64_t>(1, absl::GetFlag(FLAGS_max_batch_items));
+  options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
+  options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
+  auto service = std::make_unique<SamplerServiceImpl>(options, backend->get(),
+                                                      metrics.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen),
+                           grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.RegisterService(service.get());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::fprintf(stderr, "sampler-server: cannot listen on %s\n",
+                 absl::GetFlag(FLAGS_listen).c_str());
+    return 1;
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus(kServiceName, true);
+  std::fprintf(stderr, "sampler-server: serving on port %d, metrics on %s\n",
+               port, metrics_listen.empty() ? "(off)" : metrics_listen.c_str());
+
+  // Wait for SIGTERM or SIGINT (blocked in every thread, see main).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int signal = 0;
+  sigwait(&signals, &signal);
+  std::fprintf(stderr, "sampler-server: %s: draining\n",
+               signal == SIGTERM ? "SIGTERM" : "SIGINT");
+
+  health->SetServingStatus(false);
+  health->SetServingStatus(kServiceName, false);
+  absl::SleepFor(absl::GetFlag(FLAGS_drain_delay));
+  // Refuses new calls and waits for the ones in flight (which keep being
+  // batched and executed meanwhile), cancelling what is left at the deadline.
+  server->Shutdown(std::chrono::system_clock::now() +
+                   absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_shutdown_grace)));
+  service->Drain();
+  server.reset();
+  service.reset();
+  std::fprintf(stderr, "sampler-server: stopped\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace sampler::server
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "sampler-server: random sampling over gRPC on GPUs or CPUs");
+  absl::ParseCommandLine(argc, argv);
+  // Block the shutdown signals before any thread starts, so that every
+  // thread inherits the mask and only sigwait in Run receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return sampler::server::Run();
+}

@@ -1,0 +1,407 @@
+#include "server/service.h"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "server/grpc_status.h"
+
+namespace sampler::server {
+namespace {
+
+// The client's deadline on the server's monotonic clock.
+Clock::time_point SteadyDeadline(const grpc::CallbackServerContext* context) {
+  const auto deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) {
+    return Clock::time_point::max();
+  }
+  const auto left = deadline - std::chrono::system_clock::now();
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(left);
+}
+
+uint64_t EntropySeed() {
+  thread_local std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) | device();
+}
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Unary calls: validate, bind the output into the response, queue, and
+// finish from whichever thread completes the job.
+template <typename JobT, typename Response, typename BindFn>
+grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
+                                     grpc::CallbackServerContext* context,
+                                     absl::StatusOr<std::shared_ptr<JobT>> job,
+                                     Response* response, BindFn bind,
+                                     Batcher<JobT>& batcher, Metrics* metrics) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const Clock::time_point start = Clock::now();
+  metrics->AddInflight(1);
+  auto finish = [reactor, metrics, rpc, start](const absl::Status& status) {
+    metrics->RequestDone(rpc, CodeName(status), SecondsSince(start));
+    metrics->AddInflight(-1);
+    reactor->Finish(ToGrpcStatus(status));
+  };
+  if (!job.ok()) {
+    finish(job.status());
+    return reactor;
+  }
+  std::shared_ptr<JobT> j = *std::move(job);
+  bind(*j, response);
+  j->deadline = SteadyDeadline(context);
+  // Only called while the job is queued, i.e. before Finish: the context is
+  // alive then.
+  j->cancelled = [context] { return context->IsCancelled(); };
+  j->done = finish;
+  if (absl::Status queued = batcher.Enqueue(j); !queued.ok()) finish(queued);
+  return reactor;
+}
+
+// Streamed calls: the whole request is cut into chunks; at most kWindow
+// chunks are queued or waiting to be written at a time (memory stays bounded
+// whatever the request's size), and chunks are written in order. Finish is
+// called only once no chunk job is outstanding, so no job outlives the
+// reactor.
+template <typename JobT, typename ChunkResponse>
+class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
+ public:
+  using SliceFn = std::function<std::shared_ptr<JobT>(
+      const JobT& whole, int64_t first, int64_t count, ChunkResponse* chunk)>;
+
+  StreamReactor(const char* rpc, grpc::CallbackServerContext* context,
+                std::shared_ptr<JobT> whole, int64_t units, int64_t chunk_units,
+                SliceFn slice, Batcher<JobT>* batcher, Metrics* metrics)
+      : rpc_(rpc),
+        metrics_(metrics),
+        start_(Clock::now()),
+        deadline_(SteadyDeadline(context)),
+        whole_(std::move(whole)),
+        total_(units),
+        chunk_units_(std::max<int64_t>(1, chunk_units)),
+        chunks_((total_ + chunk_units_ - 1) / chunk_units_),
+        slice_(std::move(slice)),
+        batcher_(batcher) {
+    metrics_->AddInflight(1);
+    Actions actions;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Plan(actions);
+    }
+    Perform(actions);
+  }
+
+  void OnWriteDone(bool ok) override {
+    Actions actions;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      ready_.erase(next_write_++);
+      if (!ok && failure_.ok()) {
+        failure_ = absl::CancelledError("the client went away");
+        cancelled_ = true;
+      }
+      Plan(actions);
+    }
+    Perform(actions);
+  }
+
+  void OnCancel() override { cancelled_ = true; }
+
+  void OnDone() override {
+    metrics_->AddInflight(-1);
+    delete this;
+  }
+
+ private:
+  static constexpr int kWindow = 2;
+
+  struct Actions {
+    std::vector<std::pair<int64_t, std::shared_ptr<JobT>>> submit;
+    ChunkResponse* write = nullptr;
+    bool finish = false;
+    absl::Status finish_status;
+  };
+
+  // Decides, under the lock, what to do next; Perform does it unlocked
+  // (gRPC operations and queueing must not run under our mutex).
+  void Plan(Actions& actions) {
+    if (finished_) return;
+    if (!failure_.ok() || cancelled_) {
+      if (failure_.ok()) failure_ = absl::CancelledError("cancelled by the client");
+      if (!writing_ && outstanding_ == 0) {
+        finished_ = true;
+        actions.finish = true;
+        actions.finish_status = failure_;
+      }
+      return;
+    }
+    if (!writing_) {
+      auto it = ready_.find(next_write_);
+      if (it != ready_.end()) {
+        writing_ = true;
+        actions.write = it->second.get();
+      }
+    }
+    while (next_submit_ < chunks_ &&
+           outstanding_ + static_cast<int64_t>(ready_.size()) < kWindow) {
+      const int64_t index = next_submit_++;
+      const int64_t first = index * chunk_units_;
+      const int64_t count = std::min(chunk_units_, total_ - first);
+      auto message = std::make_unique<ChunkResponse>();
+      std::shared_ptr<JobT> job = slice_(*whole_, first, count, message.get());
+      if (job == nullptr) {  // cannot happen: chunks tile the request
+        failure_ = absl::InternalError("stream chunk out of range");
+        Plan(actions);
+        return;
+      }
+      job->deadline = deadline_;
+      job->cancelled = [this] { return cancelled_.load(); };
+      job->done = [this, index](absl::Status status) {
+        ChunkDone(index, std::move(status));
+      };
+      pending_[index] = std::move(message);
+      ++outstanding_;
+      actions.submit.emplace_back(index, std::move(job));
+    }
+    if (next_write_ == chunks_ && !writing_ && outstanding_ == 0) {
+      finished_ = true;
+      actions.finish = true;
+      actions.finish_status = absl::OkStatus();
+    }
+  }
+
+  void Perform(Actions& actions) {
+    for (auto& [index, job] : actions.submit) {
+      // Later chunks were promised when the first was accepted.
+      absl::Status queued = batcher_->Enqueue(job, /*admitted_stream_chunk=*/index > 0);
+      if (!queued.ok()) ChunkDone(index, std::move(queued));
+    }
+    if (actions.write != nullptr) this->StartWrite(actions.write);
+    if (actions.finish) {
+      metrics_->RequestDone(rpc_, CodeName(actions.finish_status),
+                            SecondsSince(start_));
+      this->Finish(ToGrpcStatus(actions.finish_status));
+    }
+  }
+
+  void ChunkDone(int64_t index, absl::Status status) {
+    Actions actions;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --outstanding_;
+      auto it = pending_.find(index);
+      if (status.ok()) {
+        ready_[index] = std::move(it->second);
+      } else if (failure_.ok()) {
+        failure_ = std::move(status);
+      }
+      pending_.erase(it);
+      Plan(actions);
+    }
+    Perform(actions);
+  }
+
+  const char* const rpc_;
+  Metrics* const metrics_;
+  const Clock::time_point start_;
+  const Clock::time_point deadline_;
+  const std::shared_ptr<JobT> whole_;
+  const int64_t total_;        // stream units: rows, samples or positions
+  const int64_t chunk_units_;
+  const int64_t chunks_;
+  const SliceFn slice_;
+  Batcher<JobT>* const batcher_;
+
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::map<int64_t, std::unique_ptr<ChunkResponse>> pending_;  // queued
+  std::map<int64_t, std::unique_ptr<ChunkResponse>> ready_;    // computed
+  int64_t next_submit_ = 0;
+  int64_t next_write_ = 0;
+  int64_t outstanding_ = 0;
+  bool writing_ = false;
+  bool finished_ = false;
+  absl::Status failure_;
+};
+
+// Starts a stream, or refuses it at once when its request is invalid.
+template <typename JobT, typename ChunkResponse, typename SliceFn>
+grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
+    const char* rpc, Kind kind, grpc::CallbackServerContext* context,
+    absl::StatusOr<std::shared_ptr<JobT>> job, const char* chunk_field,
+    int64_t client_max_per_chunk, const RequestLimits& limits, SliceFn slice,
+    Batcher<JobT>& batcher, Metrics* metrics) {
+  if (job.ok()) {
+    if (absl::Status s = ValidateChunkMax(chunk_field, client_max_per_chunk);
+        !s.ok()) {
+      job = s;
+    }
+  }
+  if (!job.ok()) {
+    class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
+     public:
+      void OnDone() override { delete this; }
+    };
+    auto* refusal = new Refusal;
+    metrics->RequestDone(rpc, CodeName(job.status()), 0);
+    refusal->Finish(ToGrpcStatus(job.status()));
+    return refusal;
+  }
+  const int64_t units = StreamUnits(kind, **job);
+  const int64_t chunk = ChunkSize(kind, **job, client_max_per_chunk, limits);
+  return new StreamReactor<JobT, ChunkResponse>(rpc, context, *std::move(job),
+                                                units, chunk, std::move(slice),
+                                                &batcher, metrics);
+}
+
+}  // namespace
+
+SamplerServiceImpl::SamplerServiceImpl(ServiceOptions options,
+                                       Backend* backend, Metrics* metrics)
+    : options_(std::move(options)),
+      backend_(backend),
+      metrics_(metrics),
+      seeds_(EntropySeed),
+      budget_(options_.max_queued_items),
+      enumerate_(Kind::kEnumerate, options_.batcher, &budget_, backend, metrics),
+      categorical_(Kind::kCategorical, options_.batcher, &budget_, backend,
+                   metrics),
+      gamma_(Kind::kGamma, options_.batcher, &budget_, backend, metrics),
+      dirichlet_(Kind::kDirichlet, options_.batcher, &budget_, backend, metrics),
+      boards_(Kind::kBoards, options_.batcher, &budget_, backend, metrics) {}
+
+SamplerServiceImpl::~SamplerServiceImpl() { Drain(); }
+
+void SamplerServiceImpl::Drain() {
+  enumerate_.Drain();
+  categorical_.Drain();
+  gamma_.Drain();
+  dirichlet_.Drain();
+  boards_.Drain();
+}
+
+grpc::ServerUnaryReactor* SamplerServiceImpl::Enumerate(
+    grpc::CallbackServerContext* context, const v1::EnumerateRequest* request,
+    v1::EnumerateResponse* response) {
+  return ServeUnary("Enumerate", context,
+                    ParseEnumerate(*request, options_.limits), response,
+                    BindEnumerate, enumerate_, metrics_);
+}
+
+grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
+    grpc::CallbackServerContext* context,
+    const v1::SampleCategoricalRequest* request,
+    v1::SampleCategoricalResponse* response) {
+  return ServeUnary(
+      "SampleCategorical", context,
+      ParseCategorical(*request, options_.limits, seeds_, /*streamed=*/false),
+      response, BindCategorical, categorical_, metrics_);
+}
+
+grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
+SamplerServiceImpl::SampleCategoricalStream(
+    grpc::CallbackServerContext* context,
+    const v1::SampleCategoricalStreamRequest* request) {
+  return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
+      "SampleCategoricalStream", Kind::kCategorical, context,
+      ParseCategorical(request->request(), options_.limits, seeds_,
+                       /*streamed=*/true),
+      "max_rows_per_chunk", request->max_rows_per_chunk(), options_.limits,
+      SliceCategorical,
+      categorical_, metrics_);
+}
+
+grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
+    grpc::CallbackServerContext* context, const v1::SampleGammaRequest* request,
+    v1::SampleGammaResponse* response) {
+  return ServeUnary("SampleGamma", context,
+                    ParseGamma(*request, options_.limits, seeds_,
+                               /*streamed=*/false),
+                    response, BindGamma, gamma_, metrics_);
+}
+
+grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>*
+SamplerServiceImpl::SampleGammaStream(
+    grpc::CallbackServerContext* context,
+    const v1::SampleGammaStreamRequest* request) {
+  return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
+      "SampleGammaStream", Kind::kGamma, context,
+      ParseGamma(request->request(), options_.limits, seeds_,
+                 /*streamed=*/true),
+      "max_samples_per_chunk", request->max_samples_per_chunk(),
+      options_.limits, SliceGamma, gamma_,
+      metrics_);
+}
+
+grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
+    grpc::CallbackServerContext* context,
+    const v1::SampleDirichletRequest* request,
+    v1::SampleDirichletResponse* response) {
+  return ServeUnary("SampleDirichlet", context,
+                    ParseDirichlet(*request, options_.limits, seeds_), response,
+                    BindDirichlet, dirichlet_, metrics_);
+}
+
+grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
+    grpc::CallbackServerContext* context,
+    const v1::SampleBoardsRequest* request,
+    v1::SampleBoardsResponse* response) {
+  return ServeUnary("SampleBoards", context,
+                    ParseBoards(*request, options_.limits, seeds_,
+                                /*streamed=*/false),
+                    response, BindBoards, boards_, metrics_);
+}
+
+grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>*
+SamplerServiceImpl::SampleBoardsStream(
+    grpc::CallbackServerContext* context,
+    const v1::SampleBoardsStreamRequest* request) {
+  return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
+      "SampleBoardsStream", Kind::kBoards, context,
+      ParseBoards(request->request(), options_.limits, seeds_,
+                  /*streamed=*/true),
+      "max_positions_per_chunk", request->max_positions_per_chunk(),
+      options_.limits, SliceBoards,
+      boards_, metrics_);
+}
+
+grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
+    grpc::CallbackServerContext* context,
+    const v1::GetServerInfoRequest* /*request*/,
+    v1::GetServerInfoResponse* response) {
+  const Clock::time_point start = Clock::now();
+  const BackendInfo info = backend_->Info();
+  response->set_version(options_.version);
+  response->set_backend(info.name == "cuda" ? v1::BACKEND_CUDA
+                                            : v1::BACKEND_CPU);
+  response->set_backend_reason(info.reason);
+  for (const DeviceInfo& d : info.devices) {
+    v1::Device* device = response->add_devices();
+    device->set_index(d.index);
+    device->set_name(d.name);
+    device->set_memory_bytes(d.memory_bytes);
+    device->set_compute_capability(d.compute_capability);
+    device->set_multiprocessors(d.multiprocessors);
+  }
+  v1::Limits* limits = response->mutable_limits();
+  limits->set_max_items_per_request(options_.limits.max_items_per_request);
+  limits->set_max_message_bytes(options_.limits.max_message_bytes);
+  limits->set_max_batch_items(options_.batcher.max_batch_items);
+  limits->set_max_batch_delay_seconds(
+      absl::ToDoubleSeconds(options_.batcher.max_batch_delay));
+  limits->set_max_queued_items(options_.max_queued_items);
+  limits->set_max_board_sites(kernels::kMaxBoardSites);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  metrics_->RequestDone("GetServerInfo", "OK", SecondsSince(start));
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace sampler::server

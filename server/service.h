@@ -1,0 +1,86 @@
+// The SamplerService on gRPC's callback API. Each call is validated into a
+// typed job on the gRPC thread (bad input never reaches a queue), queued on
+// its kind's batcher, and finished from whichever thread completes its batch.
+// Streamed variants cut the request into chunks and keep at most a small
+// window of them in flight, writing them to the client in order.
+#ifndef SAMPLER_SERVER_SERVICE_H_
+#define SAMPLER_SERVER_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "sampler/v1/sampler.grpc.pb.h"
+#include "server/backend.h"
+#include "server/batcher.h"
+#include "server/metrics.h"
+#include "server/validate.h"
+
+namespace sampler::server {
+
+struct ServiceOptions {
+  RequestLimits limits;
+  BatcherOptions batcher;
+  int64_t max_queued_items = int64_t{1} << 26;
+  std::string version;
+};
+
+class SamplerServiceImpl final : public v1::SamplerService::CallbackService {
+ public:
+  SamplerServiceImpl(ServiceOptions options, Backend* backend,
+                     Metrics* metrics);
+  ~SamplerServiceImpl() override;
+
+  // Stops taking jobs and runs everything queued; returns when all batches
+  // have completed. Call after the gRPC server has stopped taking calls.
+  void Drain();
+
+  grpc::ServerUnaryReactor* Enumerate(grpc::CallbackServerContext* context,
+                                      const v1::EnumerateRequest* request,
+                                      v1::EnumerateResponse* response) override;
+  grpc::ServerUnaryReactor* SampleCategorical(
+      grpc::CallbackServerContext* context,
+      const v1::SampleCategoricalRequest* request,
+      v1::SampleCategoricalResponse* response) override;
+  grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
+  SampleCategoricalStream(
+      grpc::CallbackServerContext* context,
+      const v1::SampleCategoricalStreamRequest* request) override;
+  grpc::ServerUnaryReactor* SampleGamma(
+      grpc::CallbackServerContext* context,
+      const v1::SampleGammaRequest* request,
+      v1::SampleGammaResponse* response) override;
+  grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>* SampleGammaStream(
+      grpc::CallbackServerContext* context,
+      const v1::SampleGammaStreamRequest* request) override;
+  grpc::ServerUnaryReactor* SampleDirichlet(
+      grpc::CallbackServerContext* context,
+      const v1::SampleDirichletRequest* request,
+      v1::SampleDirichletResponse* response) override;
+  grpc::ServerUnaryReactor* SampleBoards(
+      grpc::CallbackServerContext* context,
+      const v1::SampleBoardsRequest* request,
+      v1::SampleBoardsResponse* response) override;
+  grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>* SampleBoardsStream(
+      grpc::CallbackServerContext* context,
+      const v1::SampleBoardsStreamRequest* request) override;
+  grpc::ServerUnaryReactor* GetServerInfo(
+      grpc::CallbackServerContext* context,
+      const v1::GetServerInfoRequest* request,
+      v1::GetServerInfoResponse* response) override;
+
+ private:
+  const ServiceOptions options_;
+  Backend* const backend_;
+  Metrics* const metrics_;
+  const SeedSource seeds_;
+  QueueBudget budget_;
+  Batcher<EnumerateJob> enumerate_;
+  Batcher<CategoricalJob> categorical_;
+  Batcher<GammaJob> gamma_;
+  Batcher<DirichletJob> dirichlet_;
+  Batcher<BoardsJob> boards_;
+};
+
+}  // namespace sampler::server
+
+#endif  // SAMPLER_SERVER_SERVICE_H_

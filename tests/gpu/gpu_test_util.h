@@ -1,0 +1,23 @@
+// GPU tests skip (they do not pass) where no GPU is present: CTest reports
+// them as skipped through the SKIP_REGULAR_EXPRESSION set in CMake.
+#ifndef SAMPLER_TESTS_GPU_GPU_TEST_UTIL_H_
+#define SAMPLER_TESTS_GPU_GPU_TEST_UTIL_H_
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+namespace sampler::testing {
+
+inline bool HaveGpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+}  // namespace sampler::testing
+
+#define SAMPLER_SKIP_WITHOUT_GPU()                                   \
+  do {                                                               \
+    if (!::sampler::testing::HaveGpu()) GTEST_SKIP() << "no GPU"; \
+  } while (false)
+
+#endif  // SAMPLER_TESTS_GPU_GPU_TEST_UTIL_H_

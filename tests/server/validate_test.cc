@@ -1,0 +1,980 @@
+// Validation: request protos -> typed jobs, outputs bound to responses,
+// streamed requests cut into chunks. Requests are written in text format so
+// that each case reads like what a client sends.
+#include "server/validate.h"
+
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/boards.h"
+#include "sampler/kernels/categorical.h"
+#include "sampler/kernels/gamma.h"
+
+namespace sampler::server {
+namespace {
+
+using absl::StatusCode;
+
+template <typename Msg>
+Msg Text(const std::string& text) {
+  Msg msg;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &msg))
+      << text;
+  return msg;
+}
+
+// A seed source that counts its calls.
+struct CountingSeeds {
+  int calls = 0;
+  SeedSource source() {
+    return [this] {
+      ++calls;
+      return uint64_t{0xfeedbeef};
+    };
+  }
+};
+
+const SeedSource kSeeds = [] { return uint64_t{12345}; };
+
+// ------------------------------------------------------- error table ----
+
+struct BadCase {
+  std::string text;
+  StatusCode code;
+  std::vector<std::string> substrings;
+};
+
+void ExpectError(const absl::Status& status, const BadCase& c) {
+  SCOPED_TRACE(c.text);
+  EXPECT_EQ(status.code(), c.code) << status;
+  for (const std::string& s : c.substrings) {
+    EXPECT_NE(std::string(status.message()).find(s), std::string::npos)
+        << "message \"" << status.message() << "\" lacks \"" << s << "\"";
+  }
+}
+
+constexpr StatusCode kInvalid = StatusCode::kInvalidArgument;
+constexpr StatusCode kRange = StatusCode::kOutOfRange;
+
+TEST(ValidateEnumerate, BadRequestsNameFieldIndexAndValue) {
+  const std::string ok_term =
+      "terms { probabilities { f64 { values: [0.5, 0.5] } } }";
+  const std::vector<BadCase> cases = {
+      {"", kInvalid, {"problems: at least one problem is required"}},
+      {"problems {}", kInvalid, {"problems[0].terms", "at least one term"}},
+      {"problems { terms { offset: 1 } }",
+       kInvalid,
+       {"problems[0].terms[0].probabilities: missing"}},
+      {"problems { " + ok_term +
+           " } problems { terms { probabilities { f64 { values: [0.1, 0.2, "
+           "0.3, 0.4, -0.2] } } } }",
+       kInvalid,
+       {"problems[1].terms[0].probabilities[4] = -0.2",
+        "must be finite and >= 0"}},
+      {"problems { terms { probabilities { f64 { values: [nan] } } } }",
+       kInvalid,
+       {"problems[0].terms[0].probabilities[0] = nan"}},
+      {"problems { " + ok_term + " terms { probabilities { f32 { } } } }",
+       kInvalid,
+       {"problems[0].terms[1]", "empty"}},
+      {"precision: 7 problems { " + ok_term + " }",
+       kInvalid,
+       {"precision = 7", "unknown"}},
+      {"input_space: 9 problems { " + ok_term + " }",
+       kInvalid,
+       {"input_space = 9", "unknown"}},
+      {"output_space: -1 problems { " + ok_term + " }",
+       kInvalid,
+       {"output_space = -1", "unknown"}},
+      {"input_space: PROBABILITY_SPACE_LOG problems { terms { probabilities "
+       "{ f64 { values: [0, inf] } } } }",
+       kInvalid,
+       {"problems[0].terms[0].probabilities[1] = inf"}},
+      {"precision: PRECISION_FLOAT32 problems { terms { probabilities { f64 "
+       "{ values: [1e300] } } } }",
+       kInvalid,
+       {"problems[0].terms[0].probabilities[0] = 1e+300", "overflows float32"}},
+      {"problems { terms { offset: 9223372036854775807 probabilities { f64 { "
+       "values: [0.5, 0.5] } } } }",
+       kInvalid,
+       {"problems[0].terms[0].offset = 9223372036854775807"}},
+  };
+  for (const BadCase& c : cases) {
+    ExpectError(
+        ParseEnumerate(Text<v1::EnumerateRequest>(c.text), RequestLimits())
+            .status(),
+        c);
+  }
+}
+
+TEST(ValidateCategorical, BadRequestsNameFieldIndexAndValue) {
+  std::string nan_at_2_5 = "categories: 6 values { f64 { values: [";
+  for (int i = 0; i < 18; ++i) {
+    absl::StrAppend(&nan_at_2_5, i ? ", " : "", i == 17 ? "nan" : "1");
+  }
+  nan_at_2_5 += "] } }";
+  const std::string ok_values = "values { f64 { values: [1, 2] } }";
+  const std::vector<BadCase> cases = {
+      {"categories: 0 " + ok_values,
+       kInvalid,
+       {"categories = 0: must be >= 1"}},
+      {"categories: 2147483648 " + ok_values,
+       kInvalid,
+       {"categories = 2147483648", "int32"}},
+      {"categories: 3 values { f32 { values: [1,1,1,1,1,1,1,1,1,1] } }",
+       kInvalid,
+       {"values: 10 values do not form rows of categories = 3"}},
+      {"categories: 2", kInvalid, {"values: missing"}},
+      {"categories: 2 values { f32 {} }", kInvalid, {"values: empty"}},
+      {nan_at_2_5,
+       kInvalid,
+       {"values[2][5] = nan: weights must be finite and >= 0"}},
+      {"categories: 2 values { f32 { values: [1, -1] } }",
+       kInvalid,
+       {"values[0][1] = -1", "weights must be finite and >= 0"}},
+      {"categories: 2 values { f32 { values: [1, 1, 0, 0] } }",
+       kInvalid,
+       {"values[1]: all weights are zero"}},
+      {"categories: 2 input: CATEGORICAL_INPUT_LOGITS values { f64 { values: "
+       "[0, inf] } }",
+       kInvalid,
+       {"values[0][1] = inf: logits must not be NaN or +inf"}},
+      {"categories: 2 input: CATEGORICAL_INPUT_LOGITS values { f64 { values: "
+       "[-inf, -inf] } }",
+       kInvalid,
+       {"values[0]: all logits are -inf"}},
+      {"categories: 2 draws: -1 " + ok_values,
+       kInvalid,
+       {"draws = -1: must be >= 0"}},
+      {"categories: 2 draws: 1048577 " + ok_values,
+       kInvalid,
+       {"draws = 1048577: must be at most 1048576"}},
+      {"categories: 2 input: 5 " + ok_values,
+       kInvalid,
+       {"input = 5", "unknown"}},
+      {"categories: 2 precision: 7 " + ok_values,
+       kInvalid,
+       {"precision = 7", "unknown"}},
+      {"categories: 2 precision: PRECISION_FLOAT32 values { f64 { values: "
+       "[1, 1e39] } }",
+       kInvalid,
+       {"values[0][1] = 1e+39", "overflows float32"}},
+  };
+  for (const BadCase& c : cases) {
+    ExpectError(ParseCategorical(Text<v1::SampleCategoricalRequest>(c.text),
+                                 RequestLimits(), kSeeds, false)
+                    .status(),
+                c);
+  }
+  // Streamed: the path starts at the stream request.
+  ExpectError(ParseCategorical(Text<v1::SampleCategoricalRequest>(
+                                   "categories: 2 values { f32 { values: [1, "
+                                   "nan] } }"),
+                               RequestLimits(), kSeeds, true)
+                  .status(),
+              {"", kInvalid, {"request.values[0][1] = nan"}});
+}
+
+TEST(ValidateGamma, BadRequestsNameFieldIndexAndValue) {
+  const std::vector<BadCase> cases = {
+      {"", kInvalid, {"parameters: missing"}},
+      {"elements {}", kInvalid, {"elements.shape: missing"}},
+      {"elements { shape { f64 { values: [1, 2, 3, -1] } } }",
+       kInvalid,
+       {"elements.shape[3] = -1: must be finite, > 0"}},
+      {"elements { shape { f32 { values: [nan] } } }",
+       kInvalid,
+       {"elements.shape[0] = nan"}},
+      {"elements { shape { f64 { values: [1e-310] } } }",
+       kInvalid,
+       {"elements.shape[0] = 1e-310", "subnormal"}},
+      {"elements { shape { f64 { values: [1, 1] } } scale { f64 { values: "
+       "[1, 0] } } }",
+       kInvalid,
+       {"elements.scale[1] = 0"}},
+      {"elements { shape { f64 { values: [1, 1] } } scale { f64 { values: "
+       "[1] } } }",
+       kInvalid,
+       {"elements.scale: 1 values but elements.shape has 2"}},
+      {"elements { shape { f32 {} } }", kInvalid, {"elements.shape: empty"}},
+      {"groups { groups { shape: 1 count: -1 } }",
+       kInvalid,
+       {"groups.groups[0].count = -1: must be >= 0"}},
+      {"groups { groups { shape: 0 count: 3 } }",
+       kInvalid,
+       {"groups.groups[0].shape = 0"}},
+      {"groups { groups { shape: 1 count: 3 } groups { shape: 1 scale: -2 "
+       "count: 1 } }",
+       kInvalid,
+       {"groups.groups[1].scale = -2"}},
+      {"groups {}", kInvalid, {"groups.groups", "add up to 0"}},
+      {"groups { groups { shape: 1 count: 0 } }",
+       kInvalid,
+       {"groups.groups", "add up to 0"}},
+      {"precision: PRECISION_FLOAT32 groups { groups { shape: 1e300 count: "
+       "1 } }",
+       kInvalid,
+       {"groups.groups[0].shape = 1e+300", "overflows float32"}},
+      {"precision: PRECISION_FLOAT32 elements { shape { f64 { values: [1, "
+       "1e-50] } } }",
+       kInvalid,
+       {"elements.shape[1] = 1e-50", "underflows float32"}},
+      {"precision: 7 elements { shape { f64 { values: [1] } } }",
+       kInvalid,
+       {"precision = 7"}},
+      // Absurd counts are refused without overflow, before any allocation.
+      {"groups { groups { shape: 1 count: 4611686018427387904 } }",
+       kRange,
+       {"4611686018427387904 samples", "max_items_per_request"}},
+      {"groups { groups { shape: 1 count: 4611686018427387904 } groups { "
+       "shape: 1 count: 4611686018427387904 } }",
+       kRange,
+       {"more than 2^63 - 1 samples"}},
+  };
+  for (const BadCase& c : cases) {
+    ExpectError(ParseGamma(Text<v1::SampleGammaRequest>(c.text),
+                           RequestLimits(), kSeeds, false)
+                    .status(),
+                c);
+  }
+  ExpectError(ParseGamma(Text<v1::SampleGammaRequest>(
+                             "groups { groups { shape: 1 count: "
+                             "4611686018427387904 } }"),
+                         RequestLimits(), kSeeds, true)
+                  .status(),
+              {"", kRange, {"max_items_per_stream"}});
+  ExpectError(ParseGamma(Text<v1::SampleGammaRequest>(
+                             "elements { shape { f64 { values: [1, -1] } } }"),
+                         RequestLimits(), kSeeds, true)
+                  .status(),
+              {"", kInvalid, {"request.elements.shape[1] = -1"}});
+}
+
+TEST(ValidateDirichlet, BadRequestsNameFieldIndexAndValue) {
+  const std::string ok = "concentrations { f64 { values: [1, 2, 3, 4] } }";
+  const std::vector<BadCase> cases = {
+      {"dimension: 2", kInvalid, {"concentrations: missing"}},
+      {"dimension: 2 concentrations { f32 {} }",
+       kInvalid,
+       {"concentrations: empty"}},
+      {ok, kInvalid, {"dimension = 0 and row_lengths is empty", "exactly one"}},
+      {ok + " dimension: 2 row_lengths: [2, 2]",
+       kInvalid,
+       {"dimension = 2 and row_lengths", "exactly one"}},
+      {ok + " dimension: -1", kInvalid, {"dimension = -1: must be >= 1"}},
+      {ok + " dimension: 3",
+       kInvalid,
+       {"concentrations: 4 values do not form rows of dimension = 3"}},
+      {ok + " row_lengths: [2, 0, 2]",
+       kInvalid,
+       {"row_lengths[1] = 0: must be >= 1"}},
+      {ok + " row_lengths: [2, 3]",
+       kInvalid,
+       {"row_lengths: add up to 5 but concentrations has 4 values"}},
+      {"dimension: 2 concentrations { f64 { values: [1, 2, 0, 4] } }",
+       kInvalid,
+       {"concentrations[2] = 0: must be finite, > 0"}},
+      {ok + " dimension: 2 precision: 7", kInvalid, {"precision = 7"}},
+      {"dimension: 1 precision: PRECISION_FLOAT32 concentrations { f64 { "
+       "values: [1e-50] } }",
+       kInvalid,
+       {"concentrations[0] = 1e-50", "underflows float32"}},
+  };
+  for (const BadCase& c : cases) {
+    ExpectError(ParseDirichlet(Text<v1::SampleDirichletRequest>(c.text),
+                               RequestLimits(), kSeeds)
+                    .status(),
+                c);
+  }
+}
+
+TEST(ValidateBoards, BadRequestsNameFieldIndexAndValue) {
+  const std::vector<BadCase> cases = {
+      {"rows: 0 cols: 3 stones: [1] count: 1", kInvalid, {"rows = 0"}},
+      {"rows: 3 cols: -3 stones: [1] count: 1", kInvalid, {"cols = -3"}},
+      {"rows: 200 cols: 200 stones: [1] count: 1",
+       kInvalid,
+       {"rows x cols = 200x200"}},
+      {"rows: 3 cols: 3 count: 1", kInvalid, {"stones: must give at least"}},
+      {"rows: 3 cols: 3 stones: [1, -2] count: 1",
+       kInvalid,
+       {"stones[1] = -2: must be >= 0"}},
+      {"rows: 3 cols: 3 stones: [5, 5] count: 1",
+       kInvalid,
+       {"stones: total 10 exceeds the 9 sites"}},
+      {"rows: 9 cols: 9 stones: [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1] count: "
+       "1",
+       kInvalid,
+       {"stones: 17 colours"}},
+      {"rows: 3 cols: 3 stones: [1] count: 0",
+       kInvalid,
+       {"count = 0: must be >= 1"}},
+      {"rows: 3 cols: 3 stones: [1] count: -5", kInvalid, {"count = -5"}},
+  };
+  for (const BadCase& c : cases) {
+    ExpectError(ParseBoards(Text<v1::SampleBoardsRequest>(c.text),
+                            RequestLimits(), kSeeds, false)
+                    .status(),
+                c);
+  }
+  ExpectError(ParseBoards(Text<v1::SampleBoardsRequest>(
+                              "rows: 3 cols: 3 stones: [1, -2] count: 1"),
+                          RequestLimits(), kSeeds, true)
+                  .status(),
+              {"", kInvalid, {"request.stones[1] = -2"}});
+}
+
+TEST(ValidateStream, NegativeChunkMaxIsInvalid) {
+  EXPECT_TRUE(ValidateChunkMax("max_rows_per_chunk", 0).ok());
+  EXPECT_TRUE(ValidateChunkMax("max_rows_per_chunk", 7).ok());
+  ExpectError(ValidateChunkMax("max_rows_per_chunk", -1),
+              {"", kInvalid, {"max_rows_per_chunk = -1: must be >= 0"}});
+}
+
+// ------------------------------------------------------------- limits ----
+
+TEST(ValidateLimits, UnaryTooManyItemsNamesTheStreamRpc) {
+  RequestLimits limits;
+  limits.max_items_per_request = 10;
+  const auto gamma =
+      Text<v1::SampleGammaRequest>("groups { groups { shape: 1 count: 11 } }");
+  ExpectError(
+      ParseGamma(gamma, limits, kSeeds, false).status(),
+      {"",
+       kRange,
+       {"11 samples", "max_items_per_request = 10", "SampleGammaStream"}});
+  // The stream takes it.
+  EXPECT_TRUE(ParseGamma(gamma, limits, kSeeds, true).ok());
+
+  limits.max_items_per_request = 5;
+  ExpectError(ParseCategorical(Text<v1::SampleCategoricalRequest>(
+                                   "categories: 1 draws: 2 values { f32 { "
+                                   "values: [1, 1, 1] } }"),
+                               limits, kSeeds, false)
+                  .status(),
+              {"", kRange, {"6 draws", "SampleCategoricalStream"}});
+  ExpectError(ParseBoards(Text<v1::SampleBoardsRequest>(
+                              "rows: 3 cols: 3 stones: [1] count: 6"),
+                          limits, kSeeds, false)
+                  .status(),
+              {"", kRange, {"6 positions", "SampleBoardsStream"}});
+
+  // No stream for these: the advice is to split.
+  limits.max_items_per_request = 3;
+  const absl::Status dirichlet =
+      ParseDirichlet(Text<v1::SampleDirichletRequest>(
+                         "dimension: 2 concentrations { f32 { values: [1, 1, "
+                         "1, 1] } }"),
+                     limits, kSeeds)
+          .status();
+  ExpectError(dirichlet, {"", kRange, {"4 output elements", "split"}});
+  EXPECT_EQ(std::string(dirichlet.message()).find("Stream"), std::string::npos);
+  ExpectError(ParseEnumerate(Text<v1::EnumerateRequest>(
+                                 "problems { terms { probabilities { f32 { "
+                                 "values: [1, 1, 1, 1] } } } }"),
+                             limits)
+                  .status(),
+              {"", kRange, {"4 output elements", "split"}});
+}
+
+TEST(ValidateLimits, UnaryTooLargeForOneMessageNamesTheStreamRpc) {
+  // 2 colours of a 128 x 128 board are 4 KiB a position: a million of them
+  // are 4 GiB, refused before anything is allocated.
+  ExpectError(ParseBoards(Text<v1::SampleBoardsRequest>(
+                              "rows: 128 cols: 128 stones: [10, 10] count: "
+                              "1000000"),
+                          RequestLimits(), kSeeds, false)
+                  .status(),
+              {"", kRange, {"max_message_bytes", "SampleBoardsStream"}});
+  RequestLimits limits;
+  limits.max_message_bytes = 1000;
+  ExpectError(ParseGamma(Text<v1::SampleGammaRequest>(
+                             "groups { groups { shape: 1 count: 1000 } }"),
+                         limits, kSeeds, false)
+                  .status(),
+              {"", kRange, {"max_message_bytes = 1000", "SampleGammaStream"}});
+  // A stream is not bound by the message size: its chunks are.
+  EXPECT_TRUE(ParseGamma(Text<v1::SampleGammaRequest>(
+                             "groups { groups { shape: 1 count: 1000 } }"),
+                         limits, kSeeds, true)
+                  .ok());
+}
+
+TEST(ValidateLimits, StreamItemLimit) {
+  RequestLimits limits;
+  limits.max_items_per_stream = 100;
+  ExpectError(ParseBoards(Text<v1::SampleBoardsRequest>(
+                              "rows: 3 cols: 3 stones: [1] count: 101"),
+                          limits, kSeeds, true)
+                  .status(),
+              {"", kRange, {"101 positions", "max_items_per_stream = 100"}});
+  EXPECT_TRUE(ParseBoards(Text<v1::SampleBoardsRequest>(
+                              "rows: 3 cols: 3 stones: [1] count: 100"),
+                          limits, kSeeds, true)
+                  .ok());
+}
+
+TEST(ValidateLimits, EnumeratePairs) {
+  RequestLimits limits;
+  limits.max_enumerate_pairs = 15;
+  // Two terms of 4: 16 multiply-adds.
+  const auto request = Text<v1::EnumerateRequest>(
+      "problems { terms { probabilities { f32 { values: [1, 1, 1, 1] } } } "
+      "terms { probabilities { f32 { values: [1, 1, 1, 1] } } } }");
+  ExpectError(ParseEnumerate(request, limits).status(),
+              {"", kRange, {"16 multiply-adds", "max_enumerate_pairs = 15"}});
+  limits.max_enumerate_pairs = 16;
+  EXPECT_TRUE(ParseEnumerate(request, limits).ok());
+}
+
+// The size estimate is conservative: a response of S bytes (filled with
+// its largest encodings) is refused when the limit is S - 1, and accepted
+// when the limit leaves the estimate a little slack.
+template <typename Response>
+void ExpectConservative(
+    const std::function<absl::Status(const RequestLimits&, Response*)>& run) {
+  Response response;
+  ASSERT_TRUE(run(RequestLimits(), &response).ok());
+  const int64_t size = static_cast<int64_t>(response.ByteSizeLong());
+  RequestLimits limits;
+  limits.max_message_bytes = size - 1;
+  Response unused;
+  EXPECT_EQ(run(limits, &unused).code(), kRange) << size;
+  limits.max_message_bytes = size + 4096;
+  EXPECT_TRUE(run(limits, &unused).ok()) << size;
+}
+
+TEST(ValidateLimits, SizeEstimateIsConservative) {
+  const SeedSource big_seed = [] { return ~uint64_t{0}; };
+  ExpectConservative<v1::SampleCategoricalResponse>(
+      [&](const RequestLimits& limits, v1::SampleCategoricalResponse* r) {
+        std::string text = "categories: 300 draws: 7 values { f32 { values: [";
+        for (int i = 0; i < 3000; ++i) absl::StrAppend(&text, i ? "," : "", 1);
+        text += "] } }";
+        auto job = ParseCategorical(Text<v1::SampleCategoricalRequest>(text),
+                                    limits, big_seed, false);
+        if (!job.ok()) return job.status();
+        BindCategorical(**job, r);
+        for (int& i : *r->mutable_indices()) i = 299;  // the widest varint
+        return absl::OkStatus();
+      });
+  ExpectConservative<v1::SampleGammaResponse>(
+      [&](const RequestLimits& limits, v1::SampleGammaResponse* r) {
+        auto job = ParseGamma(Text<v1::SampleGammaRequest>(
+                                  "groups { groups { shape: 1 count: 5000 } }"),
+                              limits, big_seed, false);
+        if (!job.ok()) return job.status();
+        BindGamma(**job, r);
+        return absl::OkStatus();
+      });
+  ExpectConservative<v1::SampleBoardsResponse>(
+      [&](const RequestLimits& limits, v1::SampleBoardsResponse* r) {
+        auto job = ParseBoards(
+            Text<v1::SampleBoardsRequest>("rows: 19 cols: 19 stones: [3, 4, 5] "
+                                          "count: 100"),
+            limits, big_seed, false);
+        if (!job.ok()) return job.status();
+        BindBoards(**job, r);
+        return absl::OkStatus();
+      });
+  ExpectConservative<v1::SampleDirichletResponse>(
+      [&](const RequestLimits& limits, v1::SampleDirichletResponse* r) {
+        auto job = ParseDirichlet(
+            Text<v1::SampleDirichletRequest>(
+                "dimension: 3 concentrations { f32 { values: [1, 2, 3, 4, 5, "
+                "6] } }"),
+            limits, big_seed);
+        if (!job.ok()) return job.status();
+        BindDirichlet(**job, r);
+        return absl::OkStatus();
+      });
+  ExpectConservative<v1::EnumerateResponse>(
+      [&](const RequestLimits& limits, v1::EnumerateResponse* r) {
+        std::string text;
+        for (int p = 0; p < 50; ++p) {
+          absl::StrAppend(&text,
+                          "problems { terms { offset: -9000000000000000000 "
+                          "probabilities { f32 { values: [1, 2, 3] } } } terms "
+                          "{ offset: -100000000000000000 probabilities { f32 "
+                          "{ values: [1, 2] } } } }");
+        }
+        auto job = ParseEnumerate(Text<v1::EnumerateRequest>(text), limits);
+        if (!job.ok()) return job.status();
+        BindEnumerate(**job, r);
+        return absl::OkStatus();
+      });
+}
+
+// ----------------------------------------------- defaults, seeds, Bind ----
+
+TEST(ValidateEnumerate, DefaultsItemsAndBind) {
+  auto job = ParseEnumerate(
+      Text<v1::EnumerateRequest>(
+          "problems { terms { offset: -2 probabilities { f32 { values: [1, "
+          "2, 3] } } } terms { offset: 5 probabilities { f64 { values: [0.5, "
+          "0.5] } } } } problems { terms { offset: 7 probabilities { f64 { "
+          "values: [1] } } } }"),
+      RequestLimits());
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Float64, linear in and out.
+  auto* work = std::get_if<EnumerateWork<double>>(&(*job)->work);
+  ASSERT_NE(work, nullptr);
+  EXPECT_EQ(work->input_space, kernels::ProbSpace::kLinear);
+  EXPECT_EQ(work->output_space, kernels::ProbSpace::kLinear);
+  ASSERT_EQ(work->problems.size(), 2u);
+  EXPECT_EQ(work->problems[0].offsets, (std::vector<int64_t>{-2, 5}));
+  EXPECT_EQ(work->problems[0].terms[1], (std::vector<double>{0.5, 0.5}));
+  EXPECT_EQ((*job)->items, 4 + 1);
+
+  v1::EnumerateResponse response;
+  BindEnumerate(**job, &response);
+  ASSERT_EQ(response.results_size(), 2);
+  EXPECT_EQ(response.results(0).offset(), 3);
+  EXPECT_EQ(response.results(1).offset(), 7);
+  for (int p = 0; p < 2; ++p) {
+    const auto& values = response.results(p).probabilities().f64().values();
+    EXPECT_EQ(values.size(), p == 0 ? 4 : 1);
+    EXPECT_EQ(work->problems[p].out.data(), values.data());
+    EXPECT_EQ(work->problems[p].out.size(), static_cast<size_t>(values.size()));
+    // A backend may write out_offset: it must point somewhere valid.
+    ASSERT_NE(work->problems[p].out_offset, nullptr);
+    *work->problems[p].out_offset = response.results(p).offset();
+  }
+}
+
+TEST(ValidateEnumerate, Float32RoundsF64InputAndKeepsSpaces) {
+  auto job = ParseEnumerate(
+      Text<v1::EnumerateRequest>(
+          "precision: PRECISION_FLOAT32 input_space: PROBABILITY_SPACE_LOG "
+          "output_space: PROBABILITY_SPACE_LOG problems { terms { "
+          "probabilities { f64 { values: [0.1, -inf] } } } }"),
+      RequestLimits());
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto* work = std::get_if<EnumerateWork<float>>(&(*job)->work);
+  ASSERT_NE(work, nullptr);
+  EXPECT_EQ(work->input_space, kernels::ProbSpace::kLog);
+  EXPECT_EQ(work->output_space, kernels::ProbSpace::kLog);
+  EXPECT_EQ(work->problems[0].terms[0][0], 0.1f);
+  EXPECT_EQ(work->problems[0].terms[0][1],
+            -std::numeric_limits<float>::infinity());
+  v1::EnumerateResponse response;
+  BindEnumerate(**job, &response);
+  EXPECT_TRUE(response.results(0).probabilities().has_f32());
+  EXPECT_EQ(response.results(0).probabilities().f32().values_size(), 2);
+}
+
+TEST(ValidateCategorical, DefaultsSeedsAndBind) {
+  CountingSeeds seeds;
+  auto job = ParseCategorical(
+      Text<v1::SampleCategoricalRequest>(
+          "categories: 3 values { f32 { values: [1, 2, 3, 0, 0, 1] } }"),
+      RequestLimits(), seeds.source(), false);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(seeds.calls, 1);
+  EXPECT_EQ((*job)->seed, 0xfeedbeefu);
+  EXPECT_EQ((*job)->weight_kind, kernels::WeightKind::kWeights);
+  EXPECT_EQ((*job)->shape.rows, 2);
+  EXPECT_EQ((*job)->shape.categories, 3);
+  EXPECT_EQ((*job)->shape.draws, 1);  // 0 means 1
+  EXPECT_EQ((*job)->items, 2);
+  EXPECT_EQ((*job)->first_row, 0u);
+  auto* work = std::get_if<CategoricalWork<double>>(&(*job)->work);
+  ASSERT_NE(work, nullptr);
+  EXPECT_EQ(work->values, (std::vector<double>{1, 2, 3, 0, 0, 1}));
+
+  v1::SampleCategoricalResponse response;
+  BindCategorical(**job, &response);
+  EXPECT_EQ(response.indices_size(), 2);
+  EXPECT_EQ(work->out.data(), response.indices().data());
+  EXPECT_EQ(response.rows(), 2);
+  EXPECT_EQ(response.draws(), 1);
+  EXPECT_EQ(response.seed(), 0xfeedbeefu);
+
+  // A given seed (0 included: presence counts) is used and echoed.
+  for (uint64_t seed : {uint64_t{0}, uint64_t{99}}) {
+    auto seeded = ParseCategorical(
+        Text<v1::SampleCategoricalRequest>(absl::StrCat(
+            "seed: ", seed,
+            " categories: 2 draws: 5 input: CATEGORICAL_INPUT_LOGITS "
+            "precision: PRECISION_FLOAT32 values { f64 { values: [0.1, "
+            "-inf] } }")),
+        RequestLimits(), seeds.source(), false);
+    ASSERT_TRUE(seeded.ok()) << seeded.status();
+    EXPECT_EQ(seeds.calls, 1);
+    EXPECT_EQ((*seeded)->seed, seed);
+    EXPECT_EQ((*seeded)->weight_kind, kernels::WeightKind::kLogits);
+    EXPECT_EQ((*seeded)->items, 5);
+    auto* f = std::get_if<CategoricalWork<float>>(&(*seeded)->work);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->values[0], 0.1f);
+    v1::SampleCategoricalResponse r;
+    BindCategorical(**seeded, &r);
+    EXPECT_EQ(r.seed(), seed);
+    EXPECT_EQ(r.indices_size(), 5);
+    EXPECT_EQ(r.draws(), 5);
+  }
+}
+
+TEST(ValidateGamma, DefaultsAndBind) {
+  // Elements without scale: the job's scale stays empty (means 1), f32
+  // input to a float64 request is exact.
+  auto job = ParseGamma(Text<v1::SampleGammaRequest>(
+                            "seed: 7 log_output: true elements { shape { f32 "
+                            "{ values: [0.1, 2.5] } } scale { f32 {} } }"),
+                        RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)->seed, 7u);
+  EXPECT_TRUE((*job)->log_output);
+  EXPECT_EQ((*job)->items, 2);
+  auto* work = std::get_if<GammaWork<double>>(&(*job)->work);
+  ASSERT_NE(work, nullptr);
+  EXPECT_EQ(work->shape, (std::vector<double>{double{0.1f}, 2.5}));
+  EXPECT_TRUE(work->scale.empty());
+  EXPECT_TRUE(work->groups.empty());
+  v1::SampleGammaResponse response;
+  BindGamma(**job, &response);
+  ASSERT_TRUE(response.samples().has_f64());
+  EXPECT_EQ(response.samples().f64().values_size(), 2);
+  EXPECT_EQ(work->out.data(), response.samples().f64().values().data());
+  EXPECT_EQ(response.seed(), 7u);
+
+  // Groups, float32: scale 0 means 1; f64 parameters are rounded.
+  job = ParseGamma(Text<v1::SampleGammaRequest>(
+                       "precision: PRECISION_FLOAT32 groups { groups { shape: "
+                       "0.1 count: 3 } groups { shape: 2 scale: 0.3 count: 0 "
+                       "} groups { shape: 4 scale: 2 count: 2 } }"),
+                   RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)->seed, 12345u);
+  EXPECT_EQ((*job)->items, 5);
+  auto* groups = std::get_if<GammaWork<float>>(&(*job)->work);
+  ASSERT_NE(groups, nullptr);
+  ASSERT_EQ(groups->groups.size(), 3u);
+  EXPECT_EQ(groups->groups[0].shape, 0.1f);
+  EXPECT_EQ(groups->groups[0].scale, 1.0f);
+  EXPECT_EQ(groups->groups[1].scale, 0.3f);
+  EXPECT_EQ(groups->groups[2].count, 2);
+  BindGamma(**job, &response);  // rebinding switches representation
+  ASSERT_TRUE(response.samples().has_f32());
+  EXPECT_EQ(response.samples().f32().values_size(), 5);
+  EXPECT_EQ(groups->out.data(), response.samples().f32().values().data());
+  EXPECT_EQ(response.seed(), 12345u);
+}
+
+TEST(ValidateDirichlet, RowsFromDimensionOrLengthsAndBind) {
+  auto job = ParseDirichlet(
+      Text<v1::SampleDirichletRequest>(
+          "dimension: 2 concentrations { f64 { values: [1, 2, 3, 4, 5, 6] } "
+          "}"),
+      RequestLimits(), kSeeds);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto* work = std::get_if<DirichletWork<double>>(&(*job)->work);
+  ASSERT_NE(work, nullptr);
+  EXPECT_EQ(work->row_offsets, (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ((*job)->items, 6);
+
+  job = ParseDirichlet(
+      Text<v1::SampleDirichletRequest>(
+          "seed: 3 log_output: true row_lengths: [1, 3, 2] precision: "
+          "PRECISION_FLOAT32 concentrations { f64 { values: [1e-3, 2, 3, 4, "
+          "5, 6] } }"),
+      RequestLimits(), kSeeds);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto* f = std::get_if<DirichletWork<float>>(&(*job)->work);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->row_offsets, (std::vector<int64_t>{0, 1, 4, 6}));
+  EXPECT_EQ(f->alpha[0], 1e-3f);
+  EXPECT_TRUE((*job)->log_output);
+  v1::SampleDirichletResponse response;
+  BindDirichlet(**job, &response);
+  EXPECT_EQ(response.samples().f32().values_size(), 6);
+  EXPECT_EQ(f->out.data(), response.samples().f32().values().data());
+  EXPECT_EQ(response.seed(), 3u);
+}
+
+TEST(ValidateBoards, ItemsAndBind) {
+  auto job = ParseBoards(Text<v1::SampleBoardsRequest>(
+                             "rows: 9 cols: 9 stones: [3, 2, 1] count: 4"),
+                         RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)->items, 4);
+  EXPECT_EQ((*job)->count, 4);
+  EXPECT_EQ((*job)->spec.stones, (std::vector<int32_t>{3, 2, 1}));
+  v1::SampleBoardsResponse response;
+  BindBoards(**job, &response);
+  EXPECT_EQ(response.words_per_board(), 2);  // 81 sites
+  EXPECT_EQ(response.colours(), 3);
+  EXPECT_EQ(response.count(), 4);
+  EXPECT_EQ(response.seed(), 12345u);
+  EXPECT_EQ(response.bitboards_size(), 4 * 3 * 2);
+  EXPECT_EQ((*job)->out.data(), response.bitboards().data());
+}
+
+// -------------------------------------------------------------- chunks ----
+
+// Runs a job on the kernels' CPU functions, as a backend would.
+template <typename T>
+void RunGamma(const GammaJob& job, GammaWork<T>& work) {
+  if (!work.groups.empty()) {
+    ASSERT_TRUE(kernels::SampleGammaGroupedCpu<T>(work.groups, job.log_output,
+                                                  job.seed, job.first_sample,
+                                                  work.out)
+                    .ok());
+    return;
+  }
+  const std::vector<T> ones(work.shape.size(), T(1));
+  ASSERT_TRUE(kernels::SampleGammaCpu<T>(
+                  work.shape, work.scale.empty() ? ones : work.scale,
+                  job.log_output, job.seed, job.first_sample, work.out)
+                  .ok());
+}
+void RunGamma(GammaJob& job) {
+  std::visit([&](auto& work) { RunGamma(job, work); }, job.work);
+}
+
+template <typename T>
+const google::protobuf::RepeatedField<T>& Values(const v1::Reals& reals) {
+  if constexpr (std::is_same_v<T, float>) {
+    return reals.f32().values();
+  } else {
+    return reals.f64().values();
+  }
+}
+
+// Whole request vs the same request in chunks of `chunk_max`: the chunks
+// cover every sample once, in order, with the same bits.
+template <typename T>
+void CheckGammaChunks(const std::string& text, int64_t chunk_max,
+                      bool streamed_parse) {
+  SCOPED_TRACE(text);
+  const auto request = Text<v1::SampleGammaRequest>(text);
+  auto whole = ParseGamma(request, RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  v1::SampleGammaResponse response;
+  BindGamma(**whole, &response);
+  RunGamma(**whole);
+
+  // Slicing works on a job parsed for a stream (with its group index) and
+  // on any other.
+  auto stream = ParseGamma(request, RequestLimits(), kSeeds, streamed_parse);
+  ASSERT_TRUE(stream.ok());
+  const int64_t units = StreamUnits(Kind::kGamma, **stream);
+  ASSERT_EQ(units, (*whole)->items);
+  const int64_t n =
+      ChunkSize(Kind::kGamma, **stream, chunk_max, RequestLimits());
+  EXPECT_EQ(n, std::min(chunk_max, units));
+  std::vector<T> joined;
+  for (int64_t first = 0; first < units; first += n) {
+    const int64_t count = std::min(n, units - first);
+    v1::SampleGammaStreamResponse chunk;
+    auto job = SliceGamma(**stream, first, count, &chunk);
+    ASSERT_NE(job, nullptr);
+    EXPECT_EQ(job->first_sample, static_cast<uint64_t>(first));
+    EXPECT_EQ(job->items, count);
+    EXPECT_EQ(job->seed, (*whole)->seed);
+    auto& work = std::get<GammaWork<T>>(job->work);
+    if (!work.groups.empty()) {
+      int64_t sum = 0;
+      for (const auto& g : work.groups) {
+        EXPECT_GT(g.count, 0);
+        sum += g.count;
+      }
+      EXPECT_EQ(sum, count);
+    } else {
+      EXPECT_EQ(work.shape.size(), static_cast<size_t>(count));
+    }
+    EXPECT_EQ(work.out.data(), Values<T>(chunk.samples()).data());
+    EXPECT_EQ(chunk.first_sample(), first);
+    EXPECT_EQ(chunk.seed(), (*whole)->seed);
+    RunGamma(*job);
+    const auto& values = Values<T>(chunk.samples());
+    joined.insert(joined.end(), values.begin(), values.end());
+  }
+  const auto& expected = Values<T>(response.samples());
+  ASSERT_EQ(joined.size(), static_cast<size_t>(expected.size()));
+  EXPECT_EQ(
+      std::memcmp(joined.data(), expected.data(), joined.size() * sizeof(T)),
+      0);
+}
+
+TEST(ValidateStream, GammaChunksMatchTheWholeRequest) {
+  const std::string groups =
+      " groups { groups { shape: 0.5 count: 5 } groups { shape: 2 scale: 3 "
+      "count: 0 } groups { shape: 1.5 count: 7 } groups { shape: 0.1 scale: "
+      "2 count: 11 } }";
+  const std::string elements =
+      " elements { shape { f64 { values: [0.3, 1, 2, 3, 4, 5, 0.2, 7, 8, 9, "
+      "10, 11, 0.05] } } scale { f64 { values: [1, 2, 3, 4, 5, 6, 7, 8, 9, "
+      "10, 11, 12, 13] } } }";
+  const std::string unscaled =
+      " elements { shape { f32 { values: [0.3, 1, 2, 3, 4, 5, 0.2] } } }";
+  for (bool streamed : {true, false}) {
+    for (int64_t chunk : {1, 4, 6, 100}) {
+      CheckGammaChunks<double>("seed: 5" + groups, chunk, streamed);
+      CheckGammaChunks<float>(
+          "seed: 5 log_output: true precision: PRECISION_FLOAT32" + groups,
+          chunk, streamed);
+      CheckGammaChunks<double>("seed: 6" + elements, chunk, streamed);
+      CheckGammaChunks<float>("precision: PRECISION_FLOAT32" + unscaled, chunk,
+                              streamed);
+    }
+  }
+}
+
+TEST(ValidateStream, CategoricalChunksMatchTheWholeRequest) {
+  std::string text = "seed: 11 categories: 5 draws: 3 values { f32 { values: [";
+  for (int i = 0; i < 37 * 5; ++i) {
+    absl::StrAppend(&text, i ? "," : "", (i * 7) % 5);
+  }
+  text += "] } }";
+  const auto request = Text<v1::SampleCategoricalRequest>(text);
+  auto whole = ParseCategorical(request, RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  v1::SampleCategoricalResponse response;
+  BindCategorical(**whole, &response);
+  auto& whole_work = std::get<CategoricalWork<double>>((*whole)->work);
+  ASSERT_TRUE(kernels::SampleCategoricalCpu<double>(
+                  whole_work.values, (*whole)->shape, (*whole)->weight_kind,
+                  (*whole)->seed, (*whole)->first_row, whole_work.out)
+                  .ok());
+
+  auto stream = ParseCategorical(request, RequestLimits(), kSeeds, true);
+  ASSERT_TRUE(stream.ok());
+  ASSERT_EQ(StreamUnits(Kind::kCategorical, **stream), 37);
+  const int64_t n = ChunkSize(Kind::kCategorical, **stream, 8, RequestLimits());
+  ASSERT_EQ(n, 8);
+  std::vector<int32_t> joined;
+  for (int64_t first = 0; first < 37; first += n) {
+    const int64_t rows = std::min<int64_t>(n, 37 - first);
+    v1::SampleCategoricalStreamResponse chunk;
+    auto job = SliceCategorical(**stream, first, rows, &chunk);
+    ASSERT_NE(job, nullptr);
+    EXPECT_EQ(job->first_row, static_cast<uint64_t>(first));
+    EXPECT_EQ(job->shape.rows, rows);
+    EXPECT_EQ(job->items, rows * 3);
+    EXPECT_EQ(chunk.first_row(), first);
+    EXPECT_EQ(chunk.rows(), rows);
+    EXPECT_EQ(chunk.draws(), 3);
+    EXPECT_EQ(chunk.seed(), 11u);
+    auto& work = std::get<CategoricalWork<double>>(job->work);
+    EXPECT_EQ(work.out.data(), chunk.indices().data());
+    ASSERT_TRUE(kernels::SampleCategoricalCpu<double>(
+                    work.values, job->shape, job->weight_kind, job->seed,
+                    job->first_row, work.out)
+                    .ok());
+    joined.insert(joined.end(), chunk.indices().begin(), chunk.indices().end());
+  }
+  EXPECT_EQ(joined, std::vector<int32_t>(response.indices().begin(),
+                                         response.indices().end()));
+}
+
+TEST(ValidateStream, BoardChunksMatchTheWholeRequest) {
+  const auto request = Text<v1::SampleBoardsRequest>(
+      "seed: 21 rows: 9 cols: 11 stones: [10, 20, 5] count: 19");
+  auto whole = ParseBoards(request, RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  v1::SampleBoardsResponse response;
+  BindBoards(**whole, &response);
+  ASSERT_TRUE(kernels::SampleBoardsCpu((*whole)->spec, (*whole)->seed, 0,
+                                       (*whole)->count, (*whole)->out)
+                  .ok());
+  auto stream = ParseBoards(request, RequestLimits(), kSeeds, true);
+  ASSERT_TRUE(stream.ok());
+  const int64_t n = ChunkSize(Kind::kBoards, **stream, 5, RequestLimits());
+  ASSERT_EQ(n, 5);
+  std::vector<uint64_t> joined;
+  for (int64_t first = 0; first < 19; first += n) {
+    const int64_t count = std::min<int64_t>(n, 19 - first);
+    v1::SampleBoardsStreamResponse chunk;
+    auto job = SliceBoards(**stream, first, count, &chunk);
+    ASSERT_NE(job, nullptr);
+    EXPECT_EQ(job->first_position, static_cast<uint64_t>(first));
+    EXPECT_EQ(job->items, count);
+    EXPECT_EQ(chunk.first_position(), first);
+    EXPECT_EQ(chunk.count(), count);
+    EXPECT_EQ(chunk.colours(), 3);
+    EXPECT_EQ(chunk.words_per_board(), 2);
+    EXPECT_EQ(chunk.seed(), 21u);
+    EXPECT_EQ(job->out.data(), chunk.bitboards().data());
+    ASSERT_TRUE(kernels::SampleBoardsCpu(job->spec, job->seed,
+                                         job->first_position, job->count,
+                                         job->out)
+                    .ok());
+    joined.insert(joined.end(), chunk.bitboards().begin(),
+                  chunk.bitboards().end());
+  }
+  EXPECT_EQ(joined, std::vector<uint64_t>(response.bitboards().begin(),
+                                          response.bitboards().end()));
+}
+
+TEST(ValidateStream, SliceRefusesRangesOutsideTheRequest) {
+  auto job = ParseBoards(
+      Text<v1::SampleBoardsRequest>("rows: 3 cols: 3 stones: [1] count: 10"),
+      RequestLimits(), kSeeds, true);
+  ASSERT_TRUE(job.ok());
+  v1::SampleBoardsStreamResponse chunk;
+  EXPECT_EQ(SliceBoards(**job, -1, 2, &chunk), nullptr);
+  EXPECT_EQ(SliceBoards(**job, 0, 0, &chunk), nullptr);
+  EXPECT_EQ(SliceBoards(**job, 9, 2, &chunk), nullptr);
+  EXPECT_NE(SliceBoards(**job, 9, 1, &chunk), nullptr);
+}
+
+TEST(ValidateStream, ChunksStayWellUnderTheMessageLimit) {
+  RequestLimits limits;
+  limits.max_message_bytes = 4096;
+  auto gamma = ParseGamma(Text<v1::SampleGammaRequest>(
+                              "seed: 18446744073709551615 groups { groups { "
+                              "shape: 1 count: 100000 } }"),
+                          limits, kSeeds, true);
+  ASSERT_TRUE(gamma.ok()) << gamma.status();
+  const int64_t n = ChunkSize(Kind::kGamma, **gamma, 0, limits);
+  EXPECT_GE(n, 32);
+  v1::SampleGammaStreamResponse chunk;
+  ASSERT_NE(SliceGamma(**gamma, 100000 - n, n, &chunk), nullptr);
+  EXPECT_LE(chunk.ByteSizeLong(), 2048u);
+  // The client's maximum wins when smaller; never more than the request.
+  EXPECT_EQ(ChunkSize(Kind::kGamma, **gamma, 3, limits), 3);
+  EXPECT_EQ(ChunkSize(Kind::kGamma, **gamma, 1 << 30, limits), n);
+
+  // One categorical row of many draws still makes a chunk of one row.
+  limits.max_items_per_request = 10;
+  auto categorical = ParseCategorical(
+      Text<v1::SampleCategoricalRequest>(
+          "categories: 1 draws: 100 values { f32 { values: [1, 1] } }"),
+      limits, kSeeds, true);
+  ASSERT_TRUE(categorical.ok()) << categorical.status();
+  EXPECT_EQ(ChunkSize(Kind::kCategorical, **categorical, 0, limits), 1);
+
+  // With the defaults: at most max_items_per_request items, and no more
+  // units than the request has.
+  auto boards = ParseBoards(
+      Text<v1::SampleBoardsRequest>("rows: 3 cols: 3 stones: [1] count: 7"),
+      RequestLimits(), kSeeds, true);
+  ASSERT_TRUE(boards.ok());
+  EXPECT_EQ(ChunkSize(Kind::kBoards, **boards, 0, RequestLimits()), 7);
+  auto many = ParseBoards(Text<v1::SampleBoardsRequest>(
+                              "rows: 3 cols: 3 stones: [1] count: 100000000"),
+                          RequestLimits(), kSeeds, true);
+  ASSERT_TRUE(many.ok());
+  const int64_t boards_chunk =
+      ChunkSize(Kind::kBoards, **many, 0, RequestLimits());
+  EXPECT_LE(boards_chunk * 8, RequestLimits().target_chunk_bytes);
+  EXPECT_LE(boards_chunk, RequestLimits().max_items_per_request);
+  EXPECT_EQ(boards_chunk % 32, 0);
+}
+
+}  // namespace
+}  // namespace sampler::server
