@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "grpc/health/v1/health.pb.h"
 #include "server/backend_factory.h"
 #include "server/metrics.h"
 #include "server/service.h"
@@ -101,6 +102,10 @@ int Run() {
   auto service = std::make_unique<SamplerServiceImpl>(options, backend->get(),
                                                       metrics.get());
 
+  // The built-in health service has no protobuf descriptor; naming the
+  // generated one keeps it linked, so reflection can describe the service to
+  // clients like grpcurl and buf curl.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

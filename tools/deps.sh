@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev librandom123-dev
   libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
-  python3 python3-grpcio
+  python3 python3-grpcio python3-protobuf
 )
 
 missing=()
@@ -35,4 +35,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ ! -x "$here/buf/node_modules/.bin/buf" ]; then
   echo "deps: installing buf from npm"
   (cd "$here/buf" && npm install --no-audit --no-fund --no-save --loglevel=error)
+fi
+
+# The Node example client's packages, at the exact versions its package.json pins.
+node_example="$here/../client/examples/node"
+if [ ! -d "$node_example/node_modules/@grpc/grpc-js" ] ||
+   [ ! -d "$node_example/node_modules/@grpc/proto-loader" ]; then
+  echo "deps: installing the Node example's packages from npm"
+  (cd "$node_example" && npm install --no-audit --no-fund --no-save --loglevel=error)
 fi
