@@ -77,6 +77,101 @@ SAMPLER_HD T QuietNaN() {
   }
 }
 
+// One Philox4x32-10 block of an attempt: philox.h's Philox() on the host.
+// On the device the same function is spelled out with 32 x 32 -> 64-bit
+// multiplications whose halves are used directly (one IMAD.WIDE each):
+// Random123's portable mulhilo widens the words to 64 bits, and the
+// compiler then spends an extra addition per multiplication (20 of the
+// block's ~80 instructions). Same algorithm, same words: the GPU tests
+// compare every output bit with the CPU, which uses Random123 itself.
+SAMPLER_HD PhiloxBlock AttemptBlock(uint64_t seed, KindTag tag, uint64_t item,
+                                    uint32_t draw) {
+#if defined(__CUDA_ARCH__)
+  uint32_t c0 = draw;
+  uint32_t c1 = static_cast<uint32_t>(item);
+  uint32_t c2 = static_cast<uint32_t>(item >> 32);
+  uint32_t c3 = static_cast<uint32_t>(tag);
+  uint32_t k0 = static_cast<uint32_t>(seed);
+  uint32_t k1 = static_cast<uint32_t>(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {  // the key schedule (Weyl sequence)
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    uint32_t lo0, hi0, lo1, hi1;
+    asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, "
+        "t;\n\t}"
+        : "=r"(lo0), "=r"(hi0)
+        : "r"(c0), "r"(0xD2511F53u));
+    asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, "
+        "t;\n\t}"
+        : "=r"(lo1), "=r"(hi1)
+        : "r"(c2), "r"(0xCD9E8D57u));
+    const uint32_t n0 = hi1 ^ c1 ^ k0;
+    const uint32_t n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+  }
+  return PhiloxBlock{{c0, c1, c2, c3}};
+#else
+  return Philox(seed, tag, item, draw);
+#endif
+}
+
+#if defined(__CUDA_ARCH__)
+// The logarithmic test `log(ua) < s3 + d * log(v)` (s3 = (z2/2 + d) - d v)
+// decided from the hardware's fast logarithm where that is safe, so that the
+// deterministic logarithms (about 90 instructions, run by a whole warp as
+// soon as one lane needs them) are only computed near the boundary. Returns
+// +1 (accept), -1 (reject) or 0 (too close to call: compute exactly). The
+// outcome is the exact test's, so no bit of the output depends on it.
+//
+// Why it is exact. Let L = detmath::Log(ua) and R = s3 + d * detmath::Log(v)
+// be what the exact test compares, and L', R' their fast versions (same s3,
+// __logf for the logarithms). detmath::Log is within a few ulps of the true
+// logarithm; __logf within 2^-21.41 absolute on [0.5, 2] and 3 ulps
+// elsewhere (CUDA programming guide, for normal arguments: ua >= 2^-53 and
+// v > 2^-100 here). So |L - L'| <= 2^-20 (1 + |L'|) and |R - R'| <= 2^-20
+// d + 2^-20 |d log v| + a few ulps of |s3| and |d log v|. With S = 1 + |L'|
+// + s2 + |p1| + |d log'(v)| (s2 = z2/2 + d >= d, |s3| <= s2 + |p1|), the
+// total error, the rounding of the fast arithmetic itself and, in double,
+// of ua, v and s3 to float included, stays below 2^-18 S. The margin is
+// 2^-12 S, 64 times that: if L' - R' < -margin then L - R < 0, and if
+// L' - R' > margin then L - R > 0.
+// Infinite or NaN terms (shapes near the float limit) make the margin
+// infinite or the comparisons false: undecided, so exact.
+__device__ __forceinline__ int FastLogTest(float ua, float v, float d, float s2,
+                                           float p1, float s3) {
+  const float lhs = __logf(ua);
+  const float dlv = d * __logf(v);
+  const float gap = lhs - (s3 + dlv);
+  const float margin =
+      0x1p-12f * (1.0f + fabsf(lhs) + fabsf(s2) + fabsf(p1) + fabsf(dlv));
+  if (gap < -margin) return 1;
+  if (gap > margin) return -1;
+  return 0;
+}
+__device__ __forceinline__ int FastLogTest(double ua, double v, double d,
+                                           double s2, double p1, double s3) {
+  // Float logarithms of the values rounded to float: the rounding (relative
+  // 2^-24) moves a logarithm by at most 2^-24, inside the margin. Tiny v
+  // would underflow in float: exact path.
+  if (!(v > 1e-30)) return 0;
+  const float lhs = __logf(static_cast<float>(ua));
+  const float dlv = static_cast<float>(d) * __logf(static_cast<float>(v));
+  const float gap = lhs - (static_cast<float>(s3) + dlv);
+  const float margin =
+      0x1p-12f * (1.0f + fabsf(lhs) + fabsf(static_cast<float>(s2)) +
+                  fabsf(static_cast<float>(p1)) + fabsf(dlv));
+  if (gap < -margin) return 1;
+  if (gap > margin) return -1;
+  return 0;
+}
+#endif
+
 }  // namespace gamma_internal
 
 // Per-shape constants, computed once per item (or once per group: the
@@ -97,7 +192,10 @@ SAMPLER_HD GammaShape<T> GammaPrepare(T shape) {
   g.shape = shape;
   g.boost = shape < T(1);
   const T alpha = g.boost ? shape + T(1) : shape;
-  g.d = alpha - Div(T(1), T(3));
+  // 1/3 correctly rounded, folded at compile time (the device does not fold
+  // its division intrinsic).
+  constexpr T kThird = T(1) / T(3);
+  g.d = alpha - kThird;
   g.c = Div(T(1), Sqrt(T(9) * g.d));
   return g;
 }
@@ -121,14 +219,17 @@ SAMPLER_HD GammaUniforms<T> GammaAttemptUniforms(KindTag tag, uint64_t seed,
                 "gamma variates are float or double");
   GammaUniforms<T> u;
   if constexpr (std::is_same_v<T, float>) {
-    const PhiloxBlock b = Philox(seed, tag, item, attempt);
+    const PhiloxBlock b =
+        gamma_internal::AttemptBlock(seed, tag, item, attempt);
     u.u1 = UniformOpenFloat(b.v[0]);
     u.u2 = UniformFloat(b.v[1]);
     u.ua = UniformOpenFloat(b.v[2]);
     u.ub = UniformOpenFloat(b.v[3]);
   } else {
-    const PhiloxBlock b0 = Philox(seed, tag, item, 2u * attempt);
-    const PhiloxBlock b1 = Philox(seed, tag, item, 2u * attempt + 1u);
+    const PhiloxBlock b0 =
+        gamma_internal::AttemptBlock(seed, tag, item, 2u * attempt);
+    const PhiloxBlock b1 =
+        gamma_internal::AttemptBlock(seed, tag, item, 2u * attempt + 1u);
     u.u1 = UniformOpenDouble(b0.v[0], b0.v[1]);
     u.u2 = UniformDouble(b0.v[2], b0.v[3]);
     u.ua = UniformOpenDouble(b1.v[0], b1.v[1]);
@@ -146,11 +247,24 @@ SAMPLER_HD GammaUniforms<T> GammaAttemptUniforms(KindTag tag, uint64_t seed,
 //   z2 = z * z
 //   accept if ua < 1 - 0.0331 * (z2 * z2)
 //   or     if log(ua) < ((z2 / 2 + d) - d * v) + d * log(v)
+// z2 / 2 is computed as z2 * 0.5: both are the correctly rounded value of
+// the same real number, so the bits are those of the division for every z2
+// (subnormal, infinite and NaN too), and on the device a multiplication is
+// one instruction where a division is about ten.
+//
+// On the device the logarithmic test is first decided from fast logarithms
+// where that is provably the exact test's outcome (FastLogTest above).
+//
+// `path`, when given, is set to how the attempt was decided (the GPU
+// kernel's instrumented variant counts it).
+enum class GammaTestPath { kSqueeze, kFastLog, kExactLog };
+
 template <typename T>
 SAMPLER_HD bool GammaTryAttempt(const GammaShape<T>& g,
-                                const GammaUniforms<T>& u, T* dv) {
-  using gamma_internal::Div;
+                                const GammaUniforms<T>& u, T* dv,
+                                GammaTestPath* path = nullptr) {
   using gamma_internal::Sqrt;
+  if (path != nullptr) *path = GammaTestPath::kSqueeze;
   const T z = Sqrt(T(-2) * detmath::Log(u.u1)) * detmath::Cos2Pi(u.u2);
   T v = T(1) + g.c * z;
   if (v <= T(0)) return false;
@@ -160,8 +274,20 @@ SAMPLER_HD bool GammaTryAttempt(const GammaShape<T>& g,
   // shapes of gamma_test, more for large shapes).
   bool accept = u.ua < T(1) - T(0.0331) * (z2 * z2);
   if (!accept) {
-    accept = detmath::Log(u.ua) <
-             Div(z2, T(2)) + g.d - g.d * v + g.d * detmath::Log(v);
+    const T s2 = z2 * T(0.5) + g.d;
+    const T p1 = g.d * v;
+    const T s3 = s2 - p1;
+    int decided = 0;
+#if defined(__CUDA_ARCH__)
+    decided = gamma_internal::FastLogTest(u.ua, v, g.d, s2, p1, s3);
+#endif
+    if (decided != 0) {
+      if (path != nullptr) *path = GammaTestPath::kFastLog;
+      accept = decided > 0;
+    } else {
+      if (path != nullptr) *path = GammaTestPath::kExactLog;
+      accept = detmath::Log(u.ua) < s3 + g.d * detmath::Log(v);
+    }
   }
   if (accept) *dv = g.d * v;
   return accept;

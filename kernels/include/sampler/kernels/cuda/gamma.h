@@ -1,0 +1,254 @@
+// CUDA gamma and Dirichlet samplers: segmented-batch descriptors, a host-side
+// packer for them, and the launchers.
+//
+// One launch covers a whole batch: several requests ("segments"), each with
+// its own seed, first item, parameters, output form and slice of the output.
+// The kernels give the bits of the CPU backend (gamma.h, dirichlet.h) for
+// every segment, whatever else is in the batch: the per-item arithmetic is
+// gamma_core.h, and attempts are addressed by (item, attempt), never by
+// thread, so the warp-aware pre-caching of the kernel cannot move a bit.
+//
+// Memory: the launchers take caller-provided device memory and a stream and
+// never allocate. The usual flow is
+//
+//   GammaBatchBuilder<float> b;
+//   b.AddGroups(groups, log_output, seed, first_item);   // one per request
+//   b.AddElements(shape, scale, log_output, seed, first_item);
+//   b.PackInto(pinned_staging);                 // b.ArenaBytes() bytes
+//   cudaMemcpyAsync(device_arena, pinned_staging, b.ArenaBytes(), ...);
+//   LaunchGamma(b.View(device_arena, device_out, device_status), stream);
+//   ... copy out and status back, wait for the stream ...
+//   SegmentStatus(status[s], s)   // per request: OK, INTERNAL or OUT_OF_RANGE
+//
+// Request k's outputs are out[segments()[k].out_begin, + count).
+#ifndef SAMPLER_KERNELS_CUDA_GAMMA_H_
+#define SAMPLER_KERNELS_CUDA_GAMMA_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/gamma.h"
+
+namespace sampler::kernels::cuda {
+
+// ------------------------------------------------------- descriptors ----
+
+// Segment flags.
+inline constexpr uint32_t kSegmentLogOutput = 1u;  // write log-variates
+inline constexpr uint32_t kSegmentUnitScale = 2u;  // per-element, every scale 1
+
+// Bits of a segment's status word, set by the kernels (atomicOr).
+inline constexpr uint32_t kStatusAttemptCap = 1u;    // an item hit the cap
+inline constexpr uint32_t kStatusRowUnderflow = 2u;  // Dirichlet row all -inf
+
+// One gamma request of a batch. Segments are laid end to end in the output:
+// out_begin of segment s + 1 is out_begin + count of segment s, starting at 0.
+struct GammaSegment {
+  uint64_t seed = 0;
+  uint64_t first_item = 0;  // contract item of the segment's first output
+  int64_t out_begin = 0;    // batch output index of its first output
+  int64_t count = 0;        // outputs
+  // Per-element: index in shape[] of its first output's shape. Grouped:
+  // index in groups[] of its first group.
+  int64_t param_begin = 0;
+  // Per-element without kSegmentUnitScale: index in scale[] of its first
+  // output's scale.
+  int64_t scale_begin = 0;
+  int64_t num_groups = 0;  // 0: per-element parameters
+  uint32_t flags = 0;      // kSegmentLogOutput | kSegmentUnitScale
+};
+
+// One group of a grouped segment, with its place in the batch output (the
+// exclusive prefix sum of the counts, plus the segment's out_begin). Groups of
+// a segment are in order; empty groups are left out by the builder.
+template <typename T>
+struct GammaGroupParams {
+  T shape;
+  T scale;
+  int64_t out_begin;
+};
+
+// A gamma batch in device memory.
+template <typename T>
+struct GammaBatch {
+  const GammaSegment* segments = nullptr;
+  int32_t num_segments = 0;
+  int64_t total = 0;         // outputs, = sum of the segments' counts
+  const T* shape = nullptr;  // per-element parameters
+  const T* scale = nullptr;  // may be null when every per-element segment
+                             // has kSegmentUnitScale
+  const GammaGroupParams<T>* groups = nullptr;
+  T* out = nullptr;                    // total elements
+  uint32_t* segment_status = nullptr;  // num_segments words
+};
+
+// One Dirichlet request. Its rows are row_offsets[row_begin ..
+// row_begin + num_rows] (batch component indices) and its components are
+// out[out_begin, out_begin + count), drawn as items first_item + (j -
+// out_begin). Segments are laid end to end in components and in rows.
+struct DirichletSegment {
+  uint64_t seed = 0;
+  uint64_t first_item = 0;
+  int64_t out_begin = 0;
+  int64_t count = 0;
+  int64_t row_begin = 0;
+  int64_t num_rows = 0;
+  uint32_t flags = 0;  // kSegmentLogOutput
+};
+
+// A Dirichlet batch in device memory. alpha[j] is the concentration of
+// component j of the batch (requests concatenated, aligned with out).
+template <typename T>
+struct DirichletBatch {
+  const DirichletSegment* segments = nullptr;
+  int32_t num_segments = 0;
+  int64_t total = 0;  // components
+  int64_t num_rows = 0;
+  const T* alpha = nullptr;
+  // num_rows + 1 batch component indices: row r is [row_offsets[r],
+  // row_offsets[r + 1]); starts at 0, ends at total, strictly increasing.
+  const int64_t* row_offsets = nullptr;
+  T* out = nullptr;
+  uint32_t* segment_status = nullptr;
+};
+
+// ---------------------------------------------------------- launching ----
+
+// Warp-efficiency counters of the instrumented kernel variant (device
+// memory, 64-bit, added to: zero them before the launch).
+struct GammaCounters {
+  unsigned long long warp_calls;        // rows of 32 outputs a warp finished
+  unsigned long long warp_iterations;   // rejection-loop iterations of warps
+  unsigned long long lane_attempts;     // attempts computed by lanes
+  unsigned long long lane_items;        // outputs written
+  unsigned long long warp_full_tests;   // warp iterations past the squeeze
+  unsigned long long lane_full_tests;   // attempts past the squeeze
+  unsigned long long warp_exact_tests;  // warp iterations computing the
+                                        // deterministic logarithms
+  unsigned long long lane_exact_tests;  // attempts the fast test left open
+};
+
+struct GammaLaunchOptions {
+  // Lanes whose item is accepted work on their next item while the warp
+  // waits for its slowest lane (gamma-rejection-on-gpus.txt). Off only for
+  // measurements: the bits are the same either way.
+  bool pre_cache = true;
+  // Non-null: run the instrumented variant (slower) and add to *counters.
+  GammaCounters* counters = nullptr;
+  // 0: as many blocks as fill the device (or fewer for small batches).
+  int max_blocks = 0;
+};
+
+// Enqueues the batch on `stream`: zeroes segment_status, then one kernel.
+// Errors are launch errors; per-segment results arrive in segment_status.
+template <typename T>
+absl::Status LaunchGamma(const GammaBatch<T>& batch, cudaStream_t stream,
+                         const GammaLaunchOptions& options = {});
+
+// Enqueues the batch on `stream`: zeroes segment_status, draws the log-gamma
+// variates into out (one kernel), then normalises each row in place (a
+// second kernel).
+template <typename T>
+absl::Status LaunchDirichlet(const DirichletBatch<T>& batch,
+                             cudaStream_t stream,
+                             const GammaLaunchOptions& options = {});
+
+// A segment's status word as the CPU backend would have answered: OK;
+// INTERNAL if an item exhausted kGammaMaxAttempts; OUT_OF_RANGE if every
+// component of a Dirichlet row underflowed.
+absl::Status SegmentStatus(uint32_t word, int segment);
+
+// ------------------------------------------------------------ packing ----
+
+// Collects requests into the descriptor arrays of one batch (host memory),
+// validating each as the CPU backend does. All arrays then travel in one
+// copy: PackInto lays them out in ArenaBytes() bytes, View gives the batch
+// over the device copy of that arena.
+template <typename T>
+class GammaBatchBuilder {
+ public:
+  // Per-element parameters; `scale` empty means every scale is 1. Returns
+  // the segment index.
+  absl::StatusOr<int> AddElements(absl::Span<const T> shape,
+                                  absl::Span<const T> scale, bool log_output,
+                                  uint64_t seed, uint64_t first_item);
+  // Grouped parameters: sum of counts outputs.
+  absl::StatusOr<int> AddGroups(absl::Span<const GammaGroup<T>> groups,
+                                bool log_output, uint64_t seed,
+                                uint64_t first_item);
+
+  int64_t total() const { return total_; }
+  const std::vector<GammaSegment>& segments() const { return segments_; }
+
+  size_t ArenaBytes() const;
+  void PackInto(void* host_arena) const;
+  GammaBatch<T> View(const void* device_arena, T* out,
+                     uint32_t* segment_status) const;
+
+ private:
+  struct Offsets {
+    size_t segments, shape, scale, groups, end;
+  };
+  Offsets Layout() const;
+
+  std::vector<GammaSegment> segments_;
+  std::vector<T> shape_;
+  std::vector<T> scale_;
+  std::vector<GammaGroupParams<T>> groups_;
+  int64_t total_ = 0;
+};
+
+template <typename T>
+class DirichletBatchBuilder {
+ public:
+  // row_offsets as for SampleDirichletCpu (rows + 1 entries from 0).
+  absl::StatusOr<int> AddRows(absl::Span<const T> alpha,
+                              absl::Span<const int64_t> row_offsets,
+                              bool log_output, uint64_t seed,
+                              uint64_t first_item);
+
+  int64_t total() const { return total_; }
+  int64_t num_rows() const { return static_cast<int64_t>(rows_.size()) - 1; }
+  const std::vector<DirichletSegment>& segments() const { return segments_; }
+
+  size_t ArenaBytes() const;
+  void PackInto(void* host_arena) const;
+  DirichletBatch<T> View(const void* device_arena, T* out,
+                         uint32_t* segment_status) const;
+
+ private:
+  struct Offsets {
+    size_t segments, alpha, rows, end;
+  };
+  Offsets Layout() const;
+
+  std::vector<DirichletSegment> segments_;
+  std::vector<T> alpha_;
+  std::vector<int64_t> rows_{0};
+  int64_t total_ = 0;
+};
+
+extern template absl::Status LaunchGamma<float>(const GammaBatch<float>&,
+                                                cudaStream_t,
+                                                const GammaLaunchOptions&);
+extern template absl::Status LaunchGamma<double>(const GammaBatch<double>&,
+                                                 cudaStream_t,
+                                                 const GammaLaunchOptions&);
+extern template absl::Status LaunchDirichlet<float>(
+    const DirichletBatch<float>&, cudaStream_t, const GammaLaunchOptions&);
+extern template absl::Status LaunchDirichlet<double>(
+    const DirichletBatch<double>&, cudaStream_t, const GammaLaunchOptions&);
+extern template class GammaBatchBuilder<float>;
+extern template class GammaBatchBuilder<double>;
+extern template class DirichletBatchBuilder<float>;
+extern template class DirichletBatchBuilder<double>;
+
+}  // namespace sampler::kernels::cuda
+
+#endif  // SAMPLER_KERNELS_CUDA_GAMMA_H_

@@ -1,0 +1,527 @@
+// The CUDA gamma and Dirichlet kernels against their CPU twins, bit for bit,
+// on fresh random segmented batches (the seed of the inputs is printed on
+// failure). Outputs are poisoned before every launch, so an unwritten
+// element fails as surely as a wrong one. Each batch also runs on a tiny
+// grid (many items per lane: the grid-stride loop and pre-caching across
+// segment and group boundaries), without pre-caching and instrumented: the
+// bits must not depend on any of it.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/cuda/gamma.h"
+#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/detmath.h"
+#include "sampler/kernels/dirichlet.h"
+#include "sampler/kernels/gamma.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace sampler::kernels::cuda {
+namespace {
+
+template <typename T>
+class GammaGpuTest : public ::testing::Test {};
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(GammaGpuTest, Precisions);
+
+#define ASSERT_OK(expr)                                       \
+  do {                                                        \
+    const absl::Status assert_ok_status_ = (expr);            \
+    ASSERT_TRUE(assert_ok_status_.ok()) << assert_ok_status_; \
+  } while (false)
+
+// A fresh seed per test, reported on failure so that a rare mismatch can be
+// replayed.
+uint64_t FreshSeed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) | rd();
+}
+
+template <typename T>
+bool SameBits(T a, T b) {
+  return detmath::Bits(a) == detmath::Bits(b);
+}
+
+// Log-uniform in [lo, hi], rounded to T.
+template <typename T>
+T LogUniform(std::mt19937_64& rng, double lo, double hi) {
+  std::uniform_real_distribution<double> u(std::log(lo), std::log(hi));
+  return static_cast<T>(std::exp(u(rng)));
+}
+
+// The launch variants that must all give the CPU's bits.
+struct Variant {
+  const char* name;
+  bool pre_cache;
+  bool count;
+  int max_blocks;
+};
+constexpr Variant kVariants[] = {
+    {"default", true, false, 0},
+    {"tiny grid", true, false, 2},
+    {"no pre-caching", false, false, 0},
+    {"no pre-caching, tiny grid", false, false, 3},
+    {"instrumented, tiny grid", true, true, 1},
+};
+
+// Copies the builder's arena to the device, launches with `variant`, and
+// returns the outputs and status words.
+template <typename T, typename Builder, typename Launch>
+void RunOnDevice(const Builder& builder, int64_t total, int num_segments,
+                 const Variant& variant, Launch launch, std::vector<T>* out,
+                 std::vector<uint32_t>* status) {
+  absl::StatusOr<Stream> stream = Stream::Create();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  const cudaStream_t s = stream->get();
+  std::vector<char> host(builder.ArenaBytes());
+  builder.PackInto(host.data());
+  absl::StatusOr<DeviceBuffer> arena = DeviceBuffer::Create(host.size(), s);
+  absl::StatusOr<DeviceBuffer> dout =
+      DeviceBuffer::Create(sizeof(T) * total, s);
+  absl::StatusOr<DeviceBuffer> dstatus =
+      DeviceBuffer::Create(sizeof(uint32_t) * num_segments, s);
+  absl::StatusOr<DeviceBuffer> dcounters =
+      DeviceBuffer::Create(sizeof(GammaCounters), s);
+  ASSERT_TRUE(arena.ok() && dout.ok() && dstatus.ok() && dcounters.ok());
+  if (!host.empty()) {
+    ASSERT_OK(ToStatus(cudaMemcpyAsync(arena->data(), host.data(), host.size(),
+                                       cudaMemcpyHostToDevice, s),
+                       "H2D", __FILE__, __LINE__));
+  }
+  // Poison: all-ones bytes are a NaN no backend produces.
+  if (total > 0) {
+    ASSERT_OK(
+        ToStatus(cudaMemsetAsync(dout->data(), 0xff, sizeof(T) * total, s),
+                 "memset", __FILE__, __LINE__));
+  }
+  if (num_segments > 0) {
+    ASSERT_OK(ToStatus(cudaMemsetAsync(dstatus->data(), 0xff,
+                                       sizeof(uint32_t) * num_segments, s),
+                       "memset", __FILE__, __LINE__));
+  }
+  ASSERT_OK(
+      ToStatus(cudaMemsetAsync(dcounters->data(), 0, sizeof(GammaCounters), s),
+               "memset", __FILE__, __LINE__));
+  GammaLaunchOptions options;
+  options.pre_cache = variant.pre_cache;
+  options.max_blocks = variant.max_blocks;
+  options.counters =
+      variant.count ? dcounters->template as<GammaCounters>() : nullptr;
+  ASSERT_OK(launch(builder.View(arena->data(), dout->template as<T>(),
+                                dstatus->template as<uint32_t>()),
+                   s, options));
+  out->assign(total, T(0));
+  status->assign(num_segments, 0);
+  GammaCounters counters{};
+  if (total > 0) {
+    ASSERT_OK(
+        ToStatus(cudaMemcpyAsync(out->data(), dout->data(), sizeof(T) * total,
+                                 cudaMemcpyDeviceToHost, s),
+                 "D2H", __FILE__, __LINE__));
+  }
+  if (num_segments > 0) {
+    ASSERT_OK(ToStatus(cudaMemcpyAsync(status->data(), dstatus->data(),
+                                       sizeof(uint32_t) * num_segments,
+                                       cudaMemcpyDeviceToHost, s),
+                       "D2H", __FILE__, __LINE__));
+  }
+  ASSERT_OK(
+      ToStatus(cudaMemcpyAsync(&counters, dcounters->data(), sizeof(counters),
+                               cudaMemcpyDeviceToHost, s),
+               "D2H", __FILE__, __LINE__));
+  ASSERT_OK(ToStatus(cudaStreamSynchronize(s), "sync", __FILE__, __LINE__));
+  if (variant.count) {
+    // Every output is written once, and every attempt belongs to one.
+    EXPECT_EQ(counters.lane_items, static_cast<unsigned long long>(total));
+    EXPECT_GE(counters.lane_attempts, counters.lane_items);
+    EXPECT_LE(counters.lane_attempts, 32ull * counters.warp_iterations);
+  }
+}
+
+// ------------------------------------------------------------- gamma ----
+
+// One random request, its CPU answer and how it was added to the batch.
+template <typename T>
+struct GammaRequest {
+  std::vector<T> expected;
+  std::string description;
+};
+
+template <typename T>
+void AddRandomGammaRequest(std::mt19937_64& rng, int64_t count,
+                           GammaBatchBuilder<T>* builder,
+                           std::vector<GammaRequest<T>>* requests) {
+  const bool log_output = rng() % 2 == 0;
+  const uint64_t seed = rng();
+  uint64_t first_item = 0;
+  switch (rng() % 4) {
+    case 0:
+      break;
+    case 1:
+      first_item = rng() % 100000;
+      break;
+    case 2:  // both counter words in play
+      first_item = (uint64_t{1} << 32) - rng() % 1000;
+      break;
+    default:
+      first_item = rng() >> 1;
+  }
+  GammaRequest<T> req;
+  req.expected.resize(count);
+  const int kind = static_cast<int>(rng() % 4);
+  req.description =
+      absl::StrCat("kind ", kind, " log ", log_output, " seed ", seed,
+                   " first_item ", first_item, " count ", count);
+  if (kind <= 1) {  // per-element, with (0) or without (1) scales
+    std::vector<T> shape(count), scale;
+    for (T& a : shape) a = LogUniform<T>(rng, 1e-3, 1e3);
+    if (kind == 0) {
+      scale.resize(count);
+      for (T& b : scale) b = LogUniform<T>(rng, 1e-3, 1e3);
+    }
+    const std::vector<T> ones(count, T(1));
+    ASSERT_OK(SampleGammaCpu<T>(shape, kind == 0 ? scale : ones, log_output,
+                                seed, first_item,
+                                absl::MakeSpan(req.expected)));
+    ASSERT_TRUE(
+        builder->AddElements(shape, scale, log_output, seed, first_item).ok());
+  } else {  // grouped: one group (2) or many, some empty (3)
+    std::vector<GammaGroup<T>> groups;
+    int64_t left = count;
+    while (left > 0 || groups.empty()) {
+      int64_t n = kind == 2 ? left : static_cast<int64_t>(rng() % 700);
+      if (rng() % 5 == 0) n = 0;
+      n = std::min(n, left);
+      groups.push_back(GammaGroup<T>{LogUniform<T>(rng, 1e-3, 1e3),
+                                     LogUniform<T>(rng, 1e-3, 1e3), n});
+      left -= n;
+      if (kind == 2 && left == 0) break;
+    }
+    ASSERT_OK(SampleGammaGroupedCpu<T>(groups, log_output, seed, first_item,
+                                       absl::MakeSpan(req.expected)));
+    ASSERT_TRUE(builder->AddGroups(groups, log_output, seed, first_item).ok());
+  }
+  requests->push_back(std::move(req));
+}
+
+template <typename T>
+void CheckGammaBatch(const GammaBatchBuilder<T>& builder,
+                     const std::vector<GammaRequest<T>>& requests) {
+  for (const Variant& variant : kVariants) {
+    SCOPED_TRACE(variant.name);
+    std::vector<T> out;
+    std::vector<uint32_t> status;
+    RunOnDevice<T>(
+        builder, builder.total(), static_cast<int>(builder.segments().size()),
+        variant,
+        [](const GammaBatch<T>& b, cudaStream_t s,
+           const GammaLaunchOptions& o) { return LaunchGamma<T>(b, s, o); },
+        &out, &status);
+    if (::testing::Test::HasFatalFailure()) return;
+    for (size_t r = 0; r < requests.size(); ++r) {
+      const GammaSegment& seg = builder.segments()[r];
+      EXPECT_EQ(status[r], 0u) << "request " << r;
+      for (int64_t i = 0; i < seg.count; ++i) {
+        const T got = out[seg.out_begin + i];
+        const T want = requests[r].expected[i];
+        ASSERT_TRUE(SameBits(got, want))
+            << "request " << r << " (" << requests[r].description << ") output "
+            << i << ": GPU " << got << " (bits " << detmath::Bits(got)
+            << ") vs CPU " << want << " (bits " << detmath::Bits(want) << ")";
+      }
+    }
+  }
+}
+
+TYPED_TEST(GammaGpuTest, MixedBatchesMatchCpuBitForBit) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t input_seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", input_seed));
+  std::mt19937_64 rng(input_seed);
+  for (int batch = 0; batch < 4; ++batch) {
+    GammaBatchBuilder<T> builder;
+    std::vector<GammaRequest<T>> requests;
+    const int n = 1 + static_cast<int>(rng() % 12);
+    for (int r = 0; r < n; ++r) {
+      const int64_t count = rng() % 8 == 0 ? 0
+                            : rng() % 3 == 0
+                                ? static_cast<int64_t>(rng() % 40)
+                                : static_cast<int64_t>(rng() % 20000);
+      AddRandomGammaRequest<T>(rng, count, &builder, &requests);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    SCOPED_TRACE(absl::StrCat("batch ", batch, " of ", n, " requests, ",
+                              builder.total(), " outputs"));
+    CheckGammaBatch<T>(builder, requests);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// Every shape decade from 1e-3 to 1e3 in one request each, log and linear,
+// large enough that the default grid's lanes hold several items.
+TYPED_TEST(GammaGpuTest, EveryShapeDecadeMatchesCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t input_seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", input_seed));
+  std::mt19937_64 rng(input_seed);
+  GammaBatchBuilder<T> builder;
+  std::vector<GammaRequest<T>> requests;
+  for (double shape : {1e-3, 1e-2, 0.1, 0.3, 0.999, 1.0, 2.5, 10.0, 1e2, 1e3}) {
+    for (bool log_output : {false, true}) {
+      const int64_t count = 60000;
+      const T scale = LogUniform<T>(rng, 1e-3, 1e3);
+      const std::vector<GammaGroup<T>> groups = {
+          {static_cast<T>(shape), scale, count}};
+      const uint64_t seed = rng();
+      const uint64_t first_item = rng() >> 20;
+      GammaRequest<T> req;
+      req.expected.resize(count);
+      req.description =
+          absl::StrCat("shape ", shape, " log ", log_output, " seed ", seed);
+      ASSERT_OK(SampleGammaGroupedCpu<T>(groups, log_output, seed, first_item,
+                                         absl::MakeSpan(req.expected)));
+      ASSERT_TRUE(builder.AddGroups(groups, log_output, seed, first_item).ok());
+      requests.push_back(std::move(req));
+    }
+  }
+  CheckGammaBatch<T>(builder, requests);
+}
+
+// Batches of 1, 31, 33 outputs and an empty batch: partial warps and no
+// work at all.
+TYPED_TEST(GammaGpuTest, TinyAndEmptyBatches) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t input_seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", input_seed));
+  std::mt19937_64 rng(input_seed);
+  for (int64_t count : {1, 31, 33}) {
+    GammaBatchBuilder<T> builder;
+    std::vector<GammaRequest<T>> requests;
+    AddRandomGammaRequest<T>(rng, count, &builder, &requests);
+    if (::testing::Test::HasFatalFailure()) return;
+    CheckGammaBatch<T>(builder, requests);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  GammaBatchBuilder<T> empty;
+  ASSERT_TRUE(empty.AddElements({}, {}, false, 1, 0).ok());
+  CheckGammaBatch<T>(empty, {GammaRequest<T>{}});
+}
+
+// --------------------------------------------------------- Dirichlet ----
+
+template <typename T>
+struct DirichletRequest {
+  std::vector<T> expected;
+  absl::Status cpu_status;
+  std::string description;
+};
+
+// Ragged rows: K = 1 and lengths around the warp width and beyond, the
+// long ones taken by a whole warp.
+template <typename T>
+void AddRandomDirichletRequest(std::mt19937_64& rng, int rows,
+                               DirichletBatchBuilder<T>* builder,
+                               std::vector<DirichletRequest<T>>* requests) {
+  static constexpr int64_t kLengths[] = {1,  1,  2,  3,   5,   17,   31,  32,
+                                         33, 64, 65, 100, 257, 1000, 4097};
+  std::vector<T> alpha;
+  std::vector<int64_t> offsets = {0};
+  for (int r = 0; r < rows; ++r) {
+    const int64_t k = kLengths[rng() % std::size(kLengths)];
+    // Per row: concentrations spread over 1e-3..100, or all alike.
+    const bool alike = rng() % 3 == 0;
+    const T same = LogUniform<T>(rng, 1e-3, 100);
+    for (int64_t j = 0; j < k; ++j) {
+      alpha.push_back(alike ? same : LogUniform<T>(rng, 1e-3, 100));
+    }
+    offsets.push_back(static_cast<int64_t>(alpha.size()));
+  }
+  const bool log_output = rng() % 2 == 0;
+  const uint64_t seed = rng();
+  const uint64_t first_item = rng() % 2 == 0 ? 0 : rng() >> 1;
+  DirichletRequest<T> req;
+  req.expected.resize(alpha.size());
+  req.description = absl::StrCat("rows ", rows, " log ", log_output, " seed ",
+                                 seed, " first_item ", first_item);
+  req.cpu_status =
+      SampleDirichletCpu<T>(alpha, offsets, log_output, seed, first_item,
+                            absl::MakeSpan(req.expected));
+  ASSERT_TRUE(req.cpu_status.ok()) << req.cpu_status;
+  ASSERT_TRUE(
+      builder->AddRows(alpha, offsets, log_output, seed, first_item).ok());
+  requests->push_back(std::move(req));
+}
+
+template <typename T>
+void CheckDirichletBatch(const DirichletBatchBuilder<T>& builder,
+                         const std::vector<DirichletRequest<T>>& requests) {
+  for (const Variant& variant : kVariants) {
+    SCOPED_TRACE(variant.name);
+    std::vector<T> out;
+    std::vector<uint32_t> status;
+    RunOnDevice<T>(
+        builder, builder.total(), static_cast<int>(builder.segments().size()),
+        variant,
+        [](const DirichletBatch<T>& b, cudaStream_t s,
+           const GammaLaunchOptions& o) { return LaunchDirichlet<T>(b, s, o); },
+        &out, &status);
+    if (::testing::Test::HasFatalFailure()) return;
+    for (size_t r = 0; r < requests.size(); ++r) {
+      const DirichletSegment& seg = builder.segments()[r];
+      EXPECT_EQ(SegmentStatus(status[r], static_cast<int>(r)).code(),
+                requests[r].cpu_status.code())
+          << "request " << r;
+      if (!requests[r].cpu_status.ok()) continue;
+      for (int64_t i = 0; i < seg.count; ++i) {
+        const T got = out[seg.out_begin + i];
+        const T want = requests[r].expected[i];
+        ASSERT_TRUE(SameBits(got, want))
+            << "request " << r << " (" << requests[r].description
+            << ") component " << i << ": GPU " << got << " vs CPU " << want;
+      }
+    }
+  }
+}
+
+TYPED_TEST(GammaGpuTest, DirichletRaggedBatchesMatchCpuBitForBit) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t input_seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", input_seed));
+  std::mt19937_64 rng(input_seed);
+  for (int batch = 0; batch < 3; ++batch) {
+    DirichletBatchBuilder<T> builder;
+    std::vector<DirichletRequest<T>> requests;
+    const int n = 1 + static_cast<int>(rng() % 8);
+    for (int r = 0; r < n; ++r) {
+      const int rows = rng() % 6 == 0 ? 0 : static_cast<int>(rng() % 300);
+      AddRandomDirichletRequest<T>(rng, rows, &builder, &requests);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    SCOPED_TRACE(absl::StrCat("batch ", batch, " of ", n, " requests, ",
+                              builder.num_rows(), " rows, ", builder.total(),
+                              " components"));
+    CheckDirichletBatch<T>(builder, requests);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// Many K = 1 rows at the smallest normal concentration underflow: that
+// request is flagged OUT_OF_RANGE, as the CPU answers, and its neighbours
+// (tiny components beside normal ones give exact zeros) are untouched.
+TYPED_TEST(GammaGpuTest, DirichletUnderflowIsReportedPerRequest) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const T tiny = std::numeric_limits<T>::min();
+  DirichletBatchBuilder<T> builder;
+  std::vector<DirichletRequest<T>> requests;
+  std::vector<T> mixed;
+  std::vector<int64_t> mixed_offsets = {0};
+  for (int i = 0; i < 500; ++i) {
+    mixed.push_back(tiny);
+    mixed.push_back(T(2));
+    mixed_offsets.push_back(2 * (i + 1));
+  }
+  const std::vector<T> under(1000, tiny);
+  std::vector<int64_t> under_offsets;
+  for (int64_t i = 0; i <= 1000; ++i) under_offsets.push_back(i);
+  for (int r = 0; r < 3; ++r) {
+    const bool is_under = r == 1;
+    const std::vector<T>& alpha = is_under ? under : mixed;
+    const std::vector<int64_t>& offsets =
+        is_under ? under_offsets : mixed_offsets;
+    DirichletRequest<T> req;
+    req.expected.resize(alpha.size());
+    req.cpu_status = SampleDirichletCpu<T>(alpha, offsets, false, 7 + r, 0,
+                                           absl::MakeSpan(req.expected));
+    ASSERT_EQ(req.cpu_status.code(),
+              is_under ? absl::StatusCode::kOutOfRange : absl::StatusCode::kOk);
+    ASSERT_TRUE(builder.AddRows(alpha, offsets, false, 7 + r, 0).ok());
+    requests.push_back(std::move(req));
+  }
+  CheckDirichletBatch<T>(builder, requests);
+}
+
+// ------------------------------------------------ host-side contract ----
+
+TEST(GammaBatchBuilderTest, RefusesWhatTheCpuRefuses) {
+  GammaBatchBuilder<float> gamma;
+  const std::vector<float> bad_shape = {1.0f, -1.0f};
+  const std::vector<float> ones = {1.0f, 1.0f};
+  absl::StatusOr<int> s = gamma.AddElements(bad_shape, {}, false, 1, 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("shape[1]"), std::string::npos)
+      << s.status();
+  s = gamma.AddElements(ones, bad_shape, false, 1, 0);
+  EXPECT_NE(s.status().message().find("scale[1]"), std::string::npos)
+      << s.status();
+  const std::vector<GammaGroup<float>> groups = {{1.0f, 1.0f, -2}};
+  EXPECT_EQ(gamma.AddGroups(groups, false, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(gamma.segments().empty());
+
+  DirichletBatchBuilder<double> dirichlet;
+  const std::vector<double> alpha = {1.0, 2.0};
+  const std::vector<int64_t> offsets = {0, 2, 2};  // an empty row
+  EXPECT_EQ(dirichlet.AddRows(alpha, offsets, false, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Segments and groups are laid end to end; empty groups are left out.
+TEST(GammaBatchBuilderTest, LaysOutSegmentsEndToEnd) {
+  GammaBatchBuilder<double> b;
+  const std::vector<GammaGroup<double>> groups = {
+      {1.0, 1.0, 3}, {2.0, 1.0, 0}, {3.0, 2.0, 4}};
+  const std::vector<double> shape = {0.5, 0.25};
+  ASSERT_EQ(*b.AddGroups(groups, true, 9, 100), 0);
+  ASSERT_EQ(*b.AddElements(shape, {}, false, 10, 0), 1);
+  ASSERT_EQ(*b.AddElements(shape, shape, false, 11, 0), 2);
+  ASSERT_EQ(b.total(), 11);
+  const std::vector<GammaSegment>& segs = b.segments();
+  EXPECT_EQ(segs[0].out_begin, 0);
+  EXPECT_EQ(segs[0].count, 7);
+  EXPECT_EQ(segs[0].num_groups, 2);
+  EXPECT_EQ(segs[0].flags, kSegmentLogOutput);
+  EXPECT_EQ(segs[1].out_begin, 7);
+  EXPECT_EQ(segs[1].flags, kSegmentUnitScale);
+  EXPECT_EQ(segs[2].out_begin, 9);
+  EXPECT_EQ(segs[2].param_begin, 2);
+  EXPECT_EQ(segs[2].scale_begin, 0);  // unit scales are not stored
+  std::vector<char> arena(b.ArenaBytes());
+  b.PackInto(arena.data());
+  const GammaBatch<double> v = b.View(arena.data(), nullptr, nullptr);
+  EXPECT_EQ(v.num_segments, 3);
+  EXPECT_EQ(v.groups[1].out_begin, 3);
+  EXPECT_EQ(v.groups[1].shape, 3.0);
+  EXPECT_EQ(v.shape[3], 0.25);
+  EXPECT_EQ(v.scale[1], 0.25);
+}
+
+TEST(GammaBatchBuilderTest, SegmentStatusMapsToTheCpuCodes) {
+  EXPECT_TRUE(SegmentStatus(0, 0).ok());
+  EXPECT_EQ(SegmentStatus(kStatusAttemptCap, 3).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(SegmentStatus(kStatusRowUnderflow, 3).code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace sampler::kernels::cuda
