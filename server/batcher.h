@@ -83,11 +83,19 @@ class Batcher {
   }
 
   // Queues the job, or refuses it without calling job->done:
-  // RESOURCE_EXHAUSTED when the queues are full, UNAVAILABLE when draining.
+  // RESOURCE_EXHAUSTED when the queues are full, OUT_OF_RANGE for a job
+  // larger than the queues could ever hold, UNAVAILABLE when draining.
   // `admitted_stream_chunk` skips the budget check for the later chunks of a
   // stream whose first chunk was accepted.
   absl::Status Enqueue(std::shared_ptr<JobT> job,
                        bool admitted_stream_chunk = false) {
+    if (!admitted_stream_chunk && job->items > budget_->max_items()) {
+      // Never fits, whatever the load: not a reason to retry.
+      return absl::OutOfRangeError(absl::StrCat(
+          "request of ", job->items, " work items exceeds the server's queue "
+          "capacity of ", budget_->max_items(),
+          " (max_queued_items); split the request"));
+    }
     if (!budget_->TryAcquire(job->items, admitted_stream_chunk)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "server overloaded: ", budget_->used(), " work items queued, limit ",
@@ -162,15 +170,26 @@ class Batcher {
       }
       metrics_->SetQueueDepth(kind_, static_cast<int64_t>(queue_.size()));
       if (!batch.jobs.empty()) ++in_flight_;
+      // Dropped jobs count as in flight until their done has returned, so
+      // that Drain neither returns before then nor sleeps through the end:
+      // when only dropped jobs were queued, no batch completion wakes it.
+      const bool dropping = !dropped.empty();
+      if (dropping) ++in_flight_;
       lock.unlock();
       for (auto& job : dropped) {
-        job->done(job->cancelled()
-                      ? absl::CancelledError("cancelled by the client")
-                      : absl::DeadlineExceededError(
-                            "deadline passed while queued"));
+        // Expiry first: gRPC marks a call whose deadline has passed as
+        // cancelled too, and the metrics should say what happened.
+        job->done(
+            job->deadline <= now
+                ? absl::DeadlineExceededError("deadline passed while queued")
+                : absl::CancelledError("cancelled by the client"));
       }
       if (!batch.jobs.empty()) Launch(std::move(batch));
       lock.lock();
+      if (dropping) {
+        --in_flight_;
+        cv_.notify_all();
+      }
     }
   }
 
@@ -185,10 +204,10 @@ class Batcher {
       for (auto& job : *jobs) {
         job->done(result.status.ok() ? job->status : result.status);
       }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        --in_flight_;
-      }
+      // Notified under the lock: once in_flight_ reaches 0, Drain may
+      // return and the batcher be destroyed, cv_ included.
+      std::lock_guard<std::mutex> lock(mu_);
+      --in_flight_;
       cv_.notify_all();
     });
   }

@@ -178,10 +178,19 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
   }
 
   void Perform(Actions& actions) {
+    bool refused = false;
     for (auto& [index, job] : actions.submit) {
-      // Later chunks were promised when the first was accepted.
-      absl::Status queued = batcher_->Enqueue(job, /*admitted_stream_chunk=*/index > 0);
-      if (!queued.ok()) ChunkDone(index, std::move(queued));
+      // Later chunks were promised when the first was accepted. Once a
+      // chunk is refused (the first one, submitted together with the
+      // second), the rest of this submission is not queued: the stream
+      // fails at once instead of after computing chunks nobody will get.
+      absl::Status queued =
+          refused ? absl::CancelledError("an earlier chunk was refused")
+                  : batcher_->Enqueue(job, /*admitted_stream_chunk=*/index > 0);
+      if (!queued.ok()) {
+        refused = true;
+        ChunkDone(index, std::move(queued));
+      }
     }
     if (actions.write != nullptr) this->StartWrite(actions.write);
     if (actions.finish) {
