@@ -1,0 +1,376 @@
+// Enumeration kernel benchmark: batches of many two-term problems (m = n),
+// every direct-kernel configuration, the automatic choice and the FFT path,
+// float and double. Medians of CUDA-event timings of LaunchEnumerate alone
+// (like the peers, which time the convolution on device-resident inputs),
+// input sets rotated so that consecutive timings read at least ~128 MB of
+// arena between them (twice the 50-60 MB L2) and never the set just read. Each
+// variant's first problems are checked against EnumerateCpu before timing.
+//
+//   enumerate_bench [--quick] [--json=PATH]
+//
+// Columns: Mpairs/s (problems per second), useful GFMA/s (m * n products per
+// problem), GB/s of the ideal traffic (inputs read once, outputs written
+// once, plus the per-problem descriptor), and the two roofline floors: the
+// time the ideal bytes take at the measured copy bandwidth, and the time the
+// products take at the datasheet FMA rate (H200: 33.5 T FFMA/s, 16.7 T
+// DFMA/s); "bound" is measured time over the larger floor.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/enumerate.h"
+
+namespace sampler::kernels::cuda {
+namespace {
+
+#define BENCH_CHECK(expr)                                     \
+  do {                                                        \
+    const absl::Status bench_status_ = (expr);                \
+    if (!bench_status_.ok()) {                                \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, \
+                   bench_status_.ToString().c_str());         \
+      std::exit(1);                                           \
+    }                                                         \
+  } while (false)
+
+#define BENCH_CUDA(call) \
+  BENCH_CHECK(           \
+      ::sampler::kernels::cuda::ToStatus((call), #call, __FILE__, __LINE__))
+
+struct Case {
+  int m;  // = n
+  int64_t batch;
+};
+
+struct Variant {
+  std::string name;
+  EnumerateOptions options;
+};
+
+struct Row {
+  std::string type, variant;
+  int m;
+  int64_t batch;
+  double seconds;  // median
+  double spread;   // (max - min) / median of the timed runs
+  double max_rel_error;
+};
+
+// Probabilities in [0.05, 1), normalised: the peers' inputs are uniform.
+template <typename T>
+std::vector<T> RandomPmf(std::mt19937_64& rng, int len) {
+  std::vector<double> v(len);
+  double total = 0;
+  for (double& x : v) {
+    x = 0.05 + 0.95 * static_cast<double>(rng() >> 11) * 0x1p-53;
+    total += x;
+  }
+  std::vector<T> out(len);
+  for (int i = 0; i < len; ++i) out[i] = static_cast<T>(v[i] / total);
+  return out;
+}
+
+// One input set: a built batch and its device memory.
+template <typename T>
+struct Set {
+  std::unique_ptr<EnumerateBatchBuilder<T>> builder;
+  DeviceBuffer arena;
+  EnumerateBatch<T> view;
+  std::vector<std::vector<T>> first_terms;  // of problem 0..2, for checks
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Device-to-device copy bandwidth (bytes read + written per second).
+double CopyBandwidth(cudaStream_t stream) {
+  const size_t bytes = size_t{1} << 30;
+  absl::StatusOr<DeviceBuffer> a = DeviceBuffer::Create(bytes, stream);
+  absl::StatusOr<DeviceBuffer> b = DeviceBuffer::Create(bytes, stream);
+  BENCH_CHECK(a.status());
+  BENCH_CHECK(b.status());
+  BENCH_CUDA(cudaMemsetAsync(a->data(), 1, bytes, stream));
+  absl::StatusOr<Event> e0 = Event::Create(true), e1 = Event::Create(true);
+  BENCH_CHECK(e0.status());
+  BENCH_CHECK(e1.status());
+  std::vector<double> times;
+  for (int rep = 0; rep < 8; ++rep) {
+    BENCH_CUDA(cudaEventRecord(e0->get(), stream));
+    BENCH_CUDA(cudaMemcpyAsync(b->data(), a->data(), bytes,
+                               cudaMemcpyDeviceToDevice, stream));
+    BENCH_CUDA(cudaEventRecord(e1->get(), stream));
+    BENCH_CUDA(cudaEventSynchronize(e1->get()));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, e0->get(), e1->get()));
+    if (rep >= 2) times.push_back(ms * 1e-3);
+  }
+  return 2.0 * bytes / Median(times);
+}
+
+template <typename T>
+const char* TypeName() {
+  return sizeof(T) == 4 ? "float" : "double";
+}
+
+template <typename T>
+void RunCase(const Case& c, const std::vector<Variant>& variants,
+             cudaStream_t stream, EnumerateFftPlans* fft, bool quick,
+             std::vector<Row>* rows) {
+  const int m = c.m;
+  const int64_t B = c.batch;
+  const int64_t out_per = 2 * m - 1;
+  const double arena_bytes = static_cast<double>(B) * (2 * m * sizeof(T) + 48);
+  // Enough sets that a timed round reads well past L2, at most 16.
+  const int sets = static_cast<int>(
+      std::clamp(std::ceil((quick ? 64e6 : 128e6) / arena_bytes), 1.0, 16.0));
+  std::mt19937_64 rng(12345 + m);
+  // Inputs, shared by the variants.
+  std::vector<std::vector<std::vector<T>>> inputs(sets);
+  for (int s = 0; s < sets; ++s) {
+    inputs[s].resize(2 * B);
+    for (auto& v : inputs[s]) v = RandomPmf<T>(rng, m);
+  }
+  absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Create(
+      static_cast<size_t>(B * out_per) * sizeof(T), stream);
+  BENCH_CHECK(out.status());
+  absl::StatusOr<DeviceBuffer> status =
+      DeviceBuffer::Create(static_cast<size_t>(B) * sizeof(uint32_t), stream);
+  BENCH_CHECK(status.status());
+  absl::StatusOr<Event> e0 = Event::Create(true), e1 = Event::Create(true);
+  BENCH_CHECK(e0.status());
+  BENCH_CHECK(e1.status());
+
+  for (const Variant& variant : variants) {
+    std::vector<Set<T>> built(sets);
+    size_t scratch_bytes = 0;
+    for (int s = 0; s < sets; ++s) {
+      built[s].builder =
+          std::make_unique<EnumerateBatchBuilder<T>>(variant.options);
+      for (int64_t p = 0; p < B; ++p) {
+        const PmfTerm<T> terms[2] = {{0, inputs[s][2 * p]},
+                                     {0, inputs[s][2 * p + 1]}};
+        BENCH_CHECK(built[s]
+                        .builder
+                        ->Add(absl::MakeConstSpan(terms, 2), ProbSpace::kLinear,
+                              ProbSpace::kLinear)
+                        .status());
+      }
+      BENCH_CHECK(built[s].builder->Finish());
+      scratch_bytes = std::max(scratch_bytes, built[s].builder->ScratchBytes());
+    }
+    absl::StatusOr<DeviceBuffer> scratch =
+        DeviceBuffer::Create(scratch_bytes, stream);
+    BENCH_CHECK(scratch.status());
+    for (int s = 0; s < sets; ++s) {
+      EnumerateBatchBuilder<T>& b = *built[s].builder;
+      std::vector<unsigned char> host(b.ArenaBytes());
+      b.PackInto(host.data());
+      absl::StatusOr<DeviceBuffer> arena =
+          DeviceBuffer::Create(host.size(), stream);
+      BENCH_CHECK(arena.status());
+      built[s].arena = std::move(*arena);
+      BENCH_CUDA(cudaMemcpyAsync(built[s].arena.data(), host.data(),
+                                 host.size(), cudaMemcpyHostToDevice, stream));
+      BENCH_CUDA(cudaStreamSynchronize(stream));  // `host` goes away
+      built[s].view =
+          b.View(built[s].arena.data(), out->as<T>(), status->as<uint32_t>(),
+                 scratch->data(), scratch_bytes);
+      if (fft != nullptr) BENCH_CHECK(fft->Prepare(built[s].view));
+    }
+    // Check set 0's first problems against the CPU.
+    BENCH_CHECK(LaunchEnumerate(built[0].view, stream, fft));
+    std::vector<T> got(static_cast<size_t>(std::min<int64_t>(B, 3) * out_per));
+    BENCH_CUDA(cudaMemcpyAsync(got.data(), out->data(), got.size() * sizeof(T),
+                               cudaMemcpyDeviceToHost, stream));
+    std::vector<uint32_t> st(B);
+    BENCH_CUDA(cudaMemcpyAsync(st.data(), status->data(), B * sizeof(uint32_t),
+                               cudaMemcpyDeviceToHost, stream));
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    double max_rel = 0;
+    for (int64_t p = 0; p < std::min<int64_t>(B, 3); ++p) {
+      const PmfTerm<T> terms[2] = {{0, inputs[0][2 * p]},
+                                   {0, inputs[0][2 * p + 1]}};
+      absl::StatusOr<Pmf<T>> cpu =
+          EnumerateCpu<T>(absl::MakeConstSpan(terms, 2), ProbSpace::kLinear,
+                          ProbSpace::kLinear);
+      BENCH_CHECK(cpu.status());
+      for (int64_t k = 0; k < out_per; ++k) {
+        const double r = cpu->values[k];
+        const double g = got[p * out_per + k];
+        max_rel = std::max(max_rel, std::abs(g - r) / r);
+      }
+    }
+    for (uint32_t w : st) {
+      if (w != 0) {
+        std::fprintf(stderr, "status word set\n");
+        std::exit(1);
+      }
+    }
+    // Warm up, then time rounds over the rotating sets.
+    for (int s = 0; s < sets; ++s) {
+      BENCH_CHECK(LaunchEnumerate(built[s].view, stream, fft));
+    }
+    const int reps = quick ? std::max(3, sets) : std::max(15, 2 * sets);
+    std::vector<double> times;
+    for (int r = 0; r < reps; ++r) {
+      const Set<T>& set = built[r % sets];
+      BENCH_CUDA(cudaEventRecord(e0->get(), stream));
+      BENCH_CHECK(LaunchEnumerate(set.view, stream, fft));
+      BENCH_CUDA(cudaEventRecord(e1->get(), stream));
+      BENCH_CUDA(cudaEventSynchronize(e1->get()));
+      float ms = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&ms, e0->get(), e1->get()));
+      times.push_back(ms * 1e-3);
+    }
+    const double med = Median(times);
+    const double spread = (*std::max_element(times.begin(), times.end()) -
+                           *std::min_element(times.begin(), times.end())) /
+                          med;
+    rows->push_back({TypeName<T>(), variant.name, m, B, med, spread, max_rel});
+    std::printf(
+        "%-6s m=%-6d B=%-7lld %-22s %10.3f us  %10.2f Mpairs/s  "
+        "err %.2e  [%s]\n",
+        TypeName<T>(), m, static_cast<long long>(B), variant.name.c_str(),
+        med * 1e6, B / med / 1e6, max_rel,
+        built[0].builder->DescribeLaunches().c_str());
+    std::fflush(stdout);
+  }
+}
+
+// The configurations timed for a size: those that can be competitive there,
+// plus the lecture's one-output-per-warp kernel as the baseline up to m =
+// 1024 at the peers' batch sizes.
+bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch) {
+  const int g = c.group_lanes, r = c.outputs;
+  const bool peers_batch =
+      (m == 32) || (m == 256 && batch == 4096) || (m == 1024 && batch == 256);
+  if (g == 32) return m <= 1024 && peers_batch;
+  if (m <= 32) return g == 1 && r <= 5;
+  if (c.subwarps > 1 || c.tasks > 1) return false;
+  if (m <= 256) return g <= 4 && !(g == 1 && r == 15);
+  if (m <= 1024) return g <= 4 && r >= 5;
+  return r >= 9 && g <= 4;
+}
+
+int Main(int argc, char** argv) {
+  bool quick = false;
+  std::string json, only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    if (a.rfind("--json=", 0) == 0) json = a.substr(7);
+    // --only=TYPE:M:B:VARIANT (variant name prefix): one case, for ncu.
+    if (a.rfind("--only=", 0) == 0) only = a.substr(7);
+  }
+  cudaDeviceProp prop;
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  absl::StatusOr<Stream> stream = Stream::Create();
+  BENCH_CHECK(stream.status());
+  const double copy_bw = CopyBandwidth(stream->get());
+  std::printf("device %s, %d SMs, L2 %d MB, copy %.3f TB/s (read+write)\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
+              copy_bw / 1e12);
+  absl::StatusOr<std::unique_ptr<EnumerateFftPlans>> fft =
+      EnumerateFftPlans::Create();
+  if (!fft.ok())
+    std::printf("FFT path off: %s\n", fft.status().ToString().c_str());
+
+  // The peers' batch sizes (peers-h200-2026-11-21.json) and larger ones.
+  const std::vector<Case> cases = {
+      {32, 262144}, {256, 4096}, {256, 16384}, {1024, 256},
+      {1024, 2048}, {4096, 128}, {16384, 16},
+  };
+  std::vector<Row> rows;
+  for (const Case& c : cases) {
+    for (int type = 0; type < 2; ++type) {
+      const std::string prefix = absl::StrCat(type == 0 ? "float" : "double",
+                                              ":", c.m, ":", c.batch, ":");
+      if (!only.empty() && only.rfind(prefix, 0) != 0) continue;
+      std::vector<Variant> variants;
+      variants.push_back({"auto", {}});
+      const auto configs = EnumerateDirectConfigs();
+      for (size_t k = 0; k < configs.size(); ++k) {
+        if (!Worth(configs[k], c.m, c.batch)) continue;
+        EnumerateOptions o;
+        o.method = EnumerateMethod::kDirect;
+        o.direct_config = static_cast<int>(k);
+        variants.push_back({configs[k].name, o});
+      }
+      if (fft.ok() && c.m >= 256) {
+        EnumerateOptions o;
+        o.method = EnumerateMethod::kFft;
+        variants.push_back({"fft (double cuFFT)", o});
+      }
+      if (!only.empty()) {
+        const std::string want = only.substr(prefix.size());
+        std::vector<Variant> kept;
+        for (Variant& v : variants) {
+          if (v.name.rfind(want, 0) == 0) kept.push_back(std::move(v));
+        }
+        variants = std::move(kept);
+      }
+      if (type == 0) {
+        RunCase<float>(c, variants, stream->get(),
+                       fft.ok() ? fft->get() : nullptr, quick, &rows);
+      } else {
+        RunCase<double>(c, variants, stream->get(),
+                        fft.ok() ? fft->get() : nullptr, quick, &rows);
+      }
+    }
+  }
+
+  // Summary with rooflines.
+  std::printf("\n%-6s %-6s %-8s %-22s %10s %10s %9s %9s %8s %8s %7s\n", "type",
+              "m=n", "B", "variant", "Mpairs/s", "GFMA/s", "GB/s", "floor_us",
+              "bound", "spread", "err");
+  std::string js = "[\n";
+  for (const Row& r : rows) {
+    const double sz = r.type == "float" ? 4 : 8;
+    const double fma = static_cast<double>(r.m) * r.m * r.batch;
+    const double bytes = r.batch * ((4.0 * r.m - 1) * sz + 48);
+    const double t_mem = bytes / copy_bw;
+    const double t_fma = fma / (r.type == "float" ? 33.5e12 : 16.7e12);
+    const double floor = std::max(t_mem, t_fma);
+    std::printf(
+        "%-6s %-6d %-8lld %-22s %10.2f %10.1f %9.1f %9.2f %8.2f %8.2f "
+        "%7.1e\n",
+        r.type.c_str(), r.m, static_cast<long long>(r.batch), r.variant.c_str(),
+        r.batch / r.seconds / 1e6, fma / r.seconds / 1e9,
+        bytes / r.seconds / 1e9, floor * 1e6, r.seconds / floor, r.spread,
+        r.max_rel_error);
+    absl::StrAppend(&js, "  {\"type\": \"", r.type, "\", \"m\": ", r.m,
+                    ", \"batch\": ", r.batch, ", \"variant\": \"", r.variant,
+                    "\", \"seconds\": ", r.seconds,
+                    ", \"mpairs_per_s\": ", r.batch / r.seconds / 1e6,
+                    ", \"max_rel_error\": ", r.max_rel_error, "},\n");
+  }
+  if (js.size() > 2) js.erase(js.size() - 2, 1);
+  js += "]\n";
+  if (!json.empty()) std::ofstream(json) << js;
+  return 0;
+}
+
+}  // namespace
+}  // namespace sampler::kernels::cuda
+
+int main(int argc, char** argv) {
+  return sampler::kernels::cuda::Main(argc, argv);
+}

@@ -1,0 +1,1700 @@
+// CUDA enumeration (cuda/enumerate.h): the direct warp-cooperative
+// convolution in linear and log space, the copy of one-term problems, the
+// cuFFT path, the host-side planning of a segmented batch and the launcher.
+//
+// The direct kernel. r_k = sum_j x_j y_{k-j}, x the shorter operand (LX <=
+// LY). A warp takes a task: a tile of TW = NG * R consecutive outputs
+// [k0, k0 + TW) of one problem. Its 32 lanes are NG groups of G members
+// (lane = member * NG + group); group g owns outputs k0 + g R + i, i < R, in
+// registers, and member m takes j = jc + m + G t at step t, so that at each
+// step a group's members hold G neighbouring pairs of each skew diagonal
+// x + y = k of the outer product: the skew-diagonal tile of the blog, whose
+// diagonals the members sum at the end with a __shfl_xor_sync butterfly, as
+// in the lecture's version 3 (a warp per output there; here several outputs
+// per lane, which is what makes the arithmetic, not the loads, the limit).
+// Equal work per lane: every lane of a tile runs the same steps over the
+// tile's j range, out-of-range pairs reading zeros (the padding of x and y in
+// shared memory), so there is no divergence and no bounds test in the loop;
+// the price is the triangles at the tile's ends, about TW / LX of the work.
+//
+// Shared memory (per warp, no __syncthreads: warps are independent): a chunk
+// of x, stored member-major so that a member reads its next V steps with one
+// 16-byte load (a broadcast across the groups), and the window of y the
+// chunk needs. The y values of a group's R outputs slide by G per step, so a
+// lane keeps them in R registers and loads only min(G, R) new ones per step;
+// the registers rotate through a fully unrolled loop (slots are e mod R of
+// the element's offset e, known at compile time), so nothing is moved and
+// nothing is indexed at run time. R is odd: consecutive groups' loads then
+// fall in distinct banks.
+//
+// Small problems are latency- and instruction-bound rather than
+// arithmetic-bound, so some configurations split a warp into S = 2
+// independent sub-warps of 16 lanes (G = 1, a problem each: a tile of 80
+// outputs instead of 160 wastes less on a 63-output result), and load the
+// first chunks of Q tasks together, every load in flight before any is used.
+// Which configuration runs is a function of the problem's sizes
+// (AutoLinearConfig), measured in bench/results/enumerate-kernel.md.
+//
+// Accuracy. Double problems: DFMA into a block sum of at most 28 steps,
+// blocks added into the lane's accumulator, the butterfly in double: a
+// relative error of at most (28 + J / (28 G) + 5) double roundings per
+// output and step, J the pairs per output. Float problems, first step (both
+// operands float, the benchmarks' case): float FMA chains, two alternating
+// chains of at most 14 steps each, added (one more rounding) and promoted to
+// a double accumulator (every 28 steps or fewer); products of floats are
+// exact in the FMA and every summand is non-negative, so a promoted block is
+// within 15 float roundings of its exact value, the double part adds nothing
+// visible and the final rounding to float one more: relative error <= 16 u +
+// O(u^2) = 9.5e-7 (u = 2^-24), guaranteed, at the price of one add, one
+// conversion and one double add per output per (up to) 28 FMAs. Float
+// problems' later steps, whose left operand is the double partial sum, use
+// the double path, so that the partial sums keep double's precision, as on
+// the CPU.
+//
+// Log space: an online log-sum-exp per output in double: each lane keeps the
+// largest pair so far and the sum of exp(pair - largest), rescaling when the
+// largest changes (one exp per pair either way); members combine their
+// (max, sum) pairs by a butterfly of a symmetric operation, so every lane gets
+// the same bits. -inf (a zero probability) stays exactly -inf.
+//
+// Determinism: every sum has a fixed order (lane order within a chunk, chunk
+// order, a fixed butterfly), no floating-point atomics; a problem's kernel
+// configuration is a function of its own sizes.
+#include <cuda_runtime.h>
+#include <cufft.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/enumerate.h"
+
+namespace sampler::kernels::cuda {
+
+using enumerate_internal::FftProblem;
+using enumerate_internal::FftSignal;
+using enumerate_internal::kAInScratch;
+using enumerate_internal::kDstScratch;
+using enumerate_internal::kInLog;
+using enumerate_internal::kOutLog;
+using enumerate_internal::Launch;
+using enumerate_internal::LaunchKind;
+using enumerate_internal::StepProblem;
+using enumerate_internal::Task;
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarpSize = 32;      // compile-time: unrolled shuffle loops
+constexpr int kWarpsPerBlock = 4;  // warps are independent; 4 keeps
+                                   // blocks small for the tail
+constexpr int kMaxBlocks = 1 << 20;
+
+constexpr int Gcd(int a, int b) { return b == 0 ? a : Gcd(b, a % b); }
+constexpr int Lcm(int a, int b) { return a / Gcd(a, b) * b; }
+constexpr int RoundUp(int a, int b) { return (a + b - 1) / b * b; }
+// e mod r in [0, r) for any sign of e.
+constexpr int Mod(int e, int r) { return ((e % r) + r) % r; }
+
+// ------------------------------------------------------- shapes ----
+
+// Compile-time shape of one direct configuration: G members per output
+// group, R outputs per group, SW independent sub-warps per warp (each its own
+// task; G = 1 only, no shuffles), Q tasks per sub-warp whose first chunks are
+// loaded together (all loads in flight: small problems are latency-bound),
+// XT the target length of a chunk of x.
+template <int G, int R, bool kF32, int SW, int Q, int XT>
+struct Shape {
+  static_assert(kWarpSize % (G * SW) == 0, "G and SW divide the warp");
+  static_assert(SW == 1 || G == 1, "sub-warps own whole outputs");
+  static_assert(R % 2 == 1, "R odd keeps the groups' loads in distinct banks");
+  using C = std::conditional_t<kF32, float, double>;  // shared-memory type
+  static constexpr int kG = G;
+  static constexpr int LT = kWarpSize / SW;  // lanes per task
+  static constexpr int NG = LT / G;          // groups per task
+  static constexpr int TW = NG * R;          // outputs per tile
+  // x values per load: 16 bytes, or one for sub-warps (short chunks, where
+  // a multiple of 4 steps would waste more than it saves).
+  static constexpr int V = SW > 1 ? 1 : 16 / static_cast<int>(sizeof(C));
+  static constexpr int U = Lcm(R, V);  // unrolled steps
+  static constexpr int S_MAX = (XT / G) / U * U > 0 ? (XT / G) / U* U : U;
+  // Member rows of x: 16 bytes more than a multiple of 128, so that the
+  // members' 16-byte loads fall in distinct bank quads.
+  static constexpr int XROW =
+      G == 1 ? RoundUp(S_MAX, V)
+             : RoundUp(S_MAX, 128 / static_cast<int>(sizeof(C))) + V;
+  static constexpr int XS = G * XROW;
+  static constexpr int YS = RoundUp(TW + G * S_MAX - 1, V);
+  // A slot holds one task's chunk. Slots are 64 bytes more than a multiple
+  // of 128, so that two sub-warps' loads fall in different banks.
+  static constexpr int kSlotBytes =
+      RoundUp((XS + YS) * static_cast<int>(sizeof(C)), 128) + (SW > 1 ? 64 : 0);
+  static constexpr int kSlot = kSlotBytes / static_cast<int>(sizeof(C));
+  static constexpr int kWarpElems = kSlot * SW * Q;
+  static constexpr int NEW = G < R ? G : R;  // y values loaded per step
+  // Values a chunk stages per lane (x, then y), for the batched load.
+  static constexpr int Kx() { return (G * S_MAX + LT - 1) / LT; }
+  static constexpr int Ky() { return (TW + G * S_MAX - 1 + LT - 1) / LT; }
+  // Float chains: at most 14 FMAs each between promotions (the bound in
+  // the file comment), so a promotion every 28 steps, inside the unrolled
+  // block at evenly spaced steps when it is longer, else every kBlocks
+  // blocks (chain A takes the even steps of each block: ceil(U / 2)).
+  static constexpr int kPromoteParts = U > 28 ? (U + 27) / 28 : 1;
+  static constexpr int kPromoteEvery = U / kPromoteParts;
+  static constexpr int kBlocks = U > 28 ? 1
+                                        : (14 / ((U + 1) / 2) > 0
+                                               ? 14 / ((U + 1) / 2)
+                                               : 1);
+  static_assert(U % kPromoteParts == 0, "even promotion points");
+  static_assert((kPromoteEvery + 1) / 2 * kBlocks <= 14, "chains of <= 14");
+  static_assert(kSlotBytes >= TW * static_cast<int>(sizeof(double)),
+                "the output staging reuses the task's slot");
+};
+
+struct DirectConfigDef {
+  int g, r, sw, q;
+  bool small_chunks;  // x chunks of 64 (single-chunk small problems)
+  const char* name;
+};
+
+// The direct configurations (the template instantiations). Index = config.
+constexpr DirectConfigDef kDirectConfigDefs[] = {
+    {1, 5, 2, 2, true, "g1r5x2q2 (sub-warps)"},
+    {1, 5, 2, 1, true, "g1r5x2q1 (sub-warps)"},
+    {1, 3, 1, 2, true, "g1r3q2"},
+    {1, 3, 1, 1, false, "g1r3"},
+    {1, 5, 1, 1, false, "g1r5"},
+    {1, 7, 1, 1, false, "g1r7"},
+    {1, 9, 1, 1, false, "g1r9"},
+    {1, 15, 1, 1, false, "g1r15"},
+    {2, 9, 1, 1, false, "g2r9"},
+    {2, 15, 1, 1, false, "g2r15"},
+    {4, 15, 1, 1, false, "g4r15"},
+    {8, 7, 1, 1, false, "g8r7"},
+    {32, 1, 1, 1, false, "g32r1 (lecture v3)"},
+};
+constexpr int kNumDirectConfigs =
+    sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
+
+constexpr EnumerateDirectConfig PublicConfig(const DirectConfigDef& d) {
+  return {d.g, d.r, d.sw, d.q, d.name};
+}
+template <int... I>
+constexpr std::array<EnumerateDirectConfig, sizeof...(I)> PublicConfigs(
+    std::integer_sequence<int, I...>) {
+  return {PublicConfig(kDirectConfigDefs[I])...};
+}
+constexpr std::array<EnumerateDirectConfig, kNumDirectConfigs> kDirectConfigs =
+    PublicConfigs(std::make_integer_sequence<int, kNumDirectConfigs>{});
+
+template <int C, bool kF32>
+constexpr int ChunkTarget() {
+  return kDirectConfigDefs[C].small_chunks
+             ? (kDirectConfigDefs[C].r <= 3 ? 64 : 40)
+             : (kF32 ? 1024 : 512);
+}
+
+// Log-space configurations: G members per output, NG outputs per tile.
+constexpr int kLogGroups[] = {1, 4};
+
+template <int G>
+struct LogShape {
+  static constexpr int NG = kWarpSize / G;
+  static constexpr int TW = NG;
+  static constexpr int V = 2;  // doubles per 16-byte load
+  static constexpr int U = 4;
+  static constexpr int S_MAX = (512 / G) / U * U;
+  static constexpr int XROW = RoundUp(S_MAX, 16) + V;
+  static constexpr int XS = G * XROW;
+  static constexpr int YS = RoundUp(TW + G * S_MAX - 1, V);
+  static constexpr int kWarpElems = XS + YS;
+};
+
+// ------------------------------------------------- device helpers ----
+
+template <typename T>
+struct DeviceArgs {
+  const StepProblem* steps;
+  const Task* tasks;  // null: task t is step problem t, tile 0
+  int64_t num_tasks;
+  const T* values;
+  double* scratch;
+  T* out;
+  uint32_t* status;
+};
+
+// An operand of a fold step: values (type T) or scratch (double).
+struct Operand {
+  int64_t base;
+  int32_t len;
+  bool scratch;
+};
+
+template <typename C, typename T>
+__device__ __forceinline__ C LoadOperand(const DeviceArgs<T>& args,
+                                         const Operand& o, int64_t i) {
+  return o.scratch ? static_cast<C>(args.scratch[o.base + i])
+                   : static_cast<C>(__ldg(args.values + (o.base + i)));
+}
+
+__device__ __forceinline__ void Flag(uint32_t* status, int32_t problem) {
+  if (status != nullptr) atomicOr(status + problem, kEnumerateStatusNonFinite);
+}
+
+// Stages n values, element i from load(i) (zero-padded by the loader), into
+// dst[index(i)], four loads in flight per lane.
+template <typename C, typename Load, typename Index>
+__device__ __forceinline__ void Stage(int n, int lane, Load load, Index index,
+                                      C* dst) {
+  for (int i0 = 0; i0 < n; i0 += 4 * kWarpSize) {
+    C v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int i = i0 + u * kWarpSize + lane;
+      v[u] = i < n ? load(i) : C(0);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int i = i0 + u * kWarpSize + lane;
+      if (i < n) dst[index(i)] = v[u];
+    }
+  }
+}
+
+// A task's step problem and tile.
+__device__ __forceinline__ void TaskOf(const StepProblem* steps,
+                                       const Task* tasks, int64_t task,
+                                       StepProblem* sp, int64_t* tile) {
+  if (tasks != nullptr) {
+    const Task t = tasks[task];
+    *sp = steps[t.step_problem];
+    *tile = t.tile;
+  } else {
+    *sp = steps[task];
+    *tile = 0;
+  }
+}
+
+// x = the shorter operand (the summation index), y = the longer.
+__device__ __forceinline__ void Operands(const StepProblem& sp, Operand* x,
+                                         Operand* y) {
+  const Operand a{sp.a, sp.a_len, (sp.bits & kAInScratch) != 0};
+  const Operand b{sp.b, sp.b_len, false};
+  if (sp.a_len <= sp.b_len) {
+    *x = a;
+    *y = b;
+  } else {
+    *x = b;
+    *y = a;
+  }
+}
+
+// -------------------------------------------------- linear kernel ----
+
+// The accumulators of one lane: R outputs.
+template <int R, bool kF32>
+struct Accumulators;
+
+// Float products: two alternating float FMA chains, promoted to double.
+template <int R>
+struct Accumulators<R, true> {
+  float chain[2][R];
+  double total[R];
+  __device__ __forceinline__ void Clear() {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      chain[0][i] = 0.0f;
+      chain[1][i] = 0.0f;
+      total[i] = 0.0;
+    }
+  }
+  // `c` and `i` are compile-time after unrolling (register arrays).
+  __device__ __forceinline__ void Add(int c, int i, float x, float y) {
+    chain[c][i] = __fmaf_rn(x, y, chain[c][i]);
+  }
+  __device__ __forceinline__ void Promote() {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      total[i] += static_cast<double>(__fadd_rn(chain[0][i], chain[1][i]));
+      chain[0][i] = 0.0f;
+      chain[1][i] = 0.0f;
+    }
+  }
+};
+
+// Double products: a block sum (at most 28 steps) added into the total.
+template <int R>
+struct Accumulators<R, false> {
+  double block[R];
+  double total[R];
+  __device__ __forceinline__ void Clear() {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      block[i] = 0.0;
+      total[i] = 0.0;
+    }
+  }
+  __device__ __forceinline__ void Add(int, int i, double x, double y) {
+    block[i] = __fma_rn(x, y, block[i]);
+  }
+  __device__ __forceinline__ void Promote() {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      total[i] += block[i];
+      block[i] = 0.0;
+    }
+  }
+};
+
+// Writes a finished tile: values[i] is output k0 + i (staged in shared
+// memory), coalesced over the task's `lanes` lanes (lane index `sl`).
+template <typename T>
+__device__ __forceinline__ void WriteTile(const DeviceArgs<T>& args,
+                                          const StepProblem& sp, int64_t k0,
+                                          int64_t K, int tw, int sl, int lanes,
+                                          const double* values,
+                                          bool log_values) {
+  const int n = static_cast<int>(K - k0 < tw ? K - k0 : tw);
+  if ((sp.bits & kDstScratch) != 0) {
+    double* const d = args.scratch + (sp.dst + k0);
+    for (int i = sl; i < n; i += lanes) d[i] = values[i];
+    return;
+  }
+  T* const d = args.out + (sp.dst + k0);
+  bool bad = false;
+  if (!log_values) {
+    for (int i = sl; i < n; i += lanes) {
+      const T r = static_cast<T>(values[i]);
+      d[i] = r;
+      bad |= !isfinite(r);
+    }
+  } else if ((sp.bits & kOutLog) != 0) {
+    for (int i = sl; i < n; i += lanes) {
+      const T r = static_cast<T>(values[i]);
+      d[i] = r;
+      bad |= !(r < std::numeric_limits<T>::infinity());  // +inf or NaN
+    }
+  } else {
+    for (int i = sl; i < n; i += lanes) {
+      const T r = static_cast<T>(exp(values[i]));
+      d[i] = r;
+      bad |= !isfinite(r);
+    }
+  }
+  if (bad) Flag(args.status, sp.problem);
+}
+
+// A task's place in its problem: the tile [k0, k0 + TW) and its j range.
+struct Geometry {
+  Operand x, y;
+  int64_t k0, K, jlo, jhi;
+};
+
+template <int TW>
+__device__ __forceinline__ Geometry MakeGeometry(const StepProblem& sp,
+                                                 int64_t tile) {
+  Geometry g;
+  Operands(sp, &g.x, &g.y);
+  const int64_t LX = g.x.len, LY = g.y.len;
+  g.K = LX + LY - 1;
+  g.k0 = tile * TW;
+  // Pairs (j, k - j) with k in the tile, both valid.
+  g.jlo = g.k0 - LY + 1 > 0 ? g.k0 - LY + 1 : 0;
+  g.jhi = g.k0 + TW - 1 < LX - 1 ? g.k0 + TW - 1 : LX - 1;
+  return g;
+}
+
+// One chunk of a task's j range: `steps` steps of its G members from jc,
+// span = G * steps values of x; y from ybase, TW + span - 1 values.
+struct Chunk {
+  int64_t jc, ybase;
+  int steps, span;
+};
+
+template <class S>
+__device__ __forceinline__ Chunk MakeChunk(const Geometry& g, int64_t jc) {
+  constexpr int G = S::kG, U = S::U;
+  Chunk c;
+  c.jc = jc;
+  // Enough steps for the rest of the range, whole unrolled blocks, at most
+  // S_MAX.
+  const int64_t rest = (g.jhi - jc + G) / G;
+  c.steps =
+      rest >= S::S_MAX ? S::S_MAX : static_cast<int>((rest + U - 1) / U * U);
+  c.span = G * c.steps;
+  c.ybase = g.k0 - jc - c.span + 1;
+  return c;
+}
+
+// Where x value i of a chunk goes in the slot: member i % G, step i / G.
+template <class S>
+__device__ __forceinline__ int XSlot(int i) {
+  return (i % S::kG) * S::XROW + i / S::kG;
+}
+
+// The operand values [start, start + n) of a chunk, zero outside [0, len),
+// as the shared-memory type: `visit(i, value)` for i = sl, sl + LT, ...
+// (`kInFlight` loads issued before their values are used). The operand's
+// kind (scratch or values) is resolved once, not per value.
+template <int LT, int kInFlight, typename C, typename T, typename Visit>
+__device__ __forceinline__ void ForOperandRange(const DeviceArgs<T>& args,
+                                                const Operand& o, int64_t start,
+                                                int n, int sl, Visit visit) {
+  // Valid i: 0 <= start + i < len, i.e. lo <= i < hi (32-bit from here).
+  const int lo = static_cast<int>(
+      start >= 0 ? 0 : (-start < n ? -start : static_cast<int64_t>(n)));
+  const int64_t room = o.len - start;
+  const int hi = static_cast<int>(room <= 0 ? 0 : (room < n ? room : n));
+  auto run = [&](const auto* p) {
+    for (int i0 = sl; i0 < n; i0 += kInFlight * LT) {
+      C v[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const int i = i0 + u * LT;
+        v[u] = i >= lo && i < hi ? static_cast<C>(p[i]) : C(0);
+      }
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const int i = i0 + u * LT;
+        if (i < n) visit(i, v[u]);
+      }
+    }
+  };
+  if (o.scratch) {
+    run(args.scratch + (o.base + start));
+  } else {
+    run(args.values + (o.base + start));
+  }
+}
+
+// Stages a chunk into a slot: x values, then the window of y.
+template <class S, typename T>
+__device__ __forceinline__ void StageChunk(const DeviceArgs<T>& args,
+                                           const Geometry& g, const Chunk& c,
+                                           int sl, typename S::C* slot) {
+  using C = typename S::C;
+  ForOperandRange<S::LT, 4, C>(args, g.x, c.jc, c.span, sl,
+                               [&](int i, C v) { slot[XSlot<S>(i)] = v; });
+  C* const ys = slot + S::XS;
+  ForOperandRange<S::LT, 4, C>(args, g.y, c.ybase, S::TW + c.span - 1, sl,
+                               [&](int i, C v) { ys[i] = v; });
+}
+
+// Loads operand values [start, start + n), zero outside [0, len), into K
+// registers per lane (value i = sl + k LT in v[k]).
+template <int LT, int K, typename C, typename T>
+__device__ __forceinline__ void LoadRange(const DeviceArgs<T>& args,
+                                          const Operand& o, int64_t start,
+                                          int n, int sl, C (&v)[K]) {
+  const int lo = static_cast<int>(
+      start >= 0 ? 0 : (-start < n ? -start : static_cast<int64_t>(n)));
+  const int64_t room = o.len - start;
+  const int hi = static_cast<int>(room <= 0 ? 0 : (room < n ? room : n));
+  if (o.scratch) {
+    const double* const p = args.scratch + (o.base + start);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = sl + k * LT;
+      v[k] = i >= lo && i < hi ? static_cast<C>(p[i]) : C(0);
+    }
+  } else {
+    const T* const p = args.values + (o.base + start);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = sl + k * LT;
+      v[k] = i >= lo && i < hi ? static_cast<C>(__ldg(p + i)) : C(0);
+    }
+  }
+}
+
+// The batched first-chunk load of one task: its values in registers, to be
+// stored after every task's loads are in flight.
+template <class S, typename T>
+__device__ __forceinline__ void LoadFirstChunk(const DeviceArgs<T>& args,
+                                               const Geometry& g,
+                                               const Chunk& c, int sl,
+                                               typename S::C (&vx)[S::Kx()],
+                                               typename S::C (&vy)[S::Ky()]) {
+  LoadRange<S::LT>(args, g.x, c.jc, c.span, sl, vx);
+  LoadRange<S::LT>(args, g.y, c.ybase, S::TW + c.span - 1, sl, vy);
+}
+
+template <class S>
+__device__ __forceinline__ void StoreFirstChunk(
+    const Chunk& c, int sl, const typename S::C (&vx)[S::Kx()],
+    const typename S::C (&vy)[S::Ky()], typename S::C* slot) {
+  constexpr int LT = S::LT;
+#pragma unroll
+  for (int k = 0; k < S::Kx(); ++k) {
+    const int i = sl + k * LT;
+    if (i < c.span) slot[XSlot<S>(i)] = vx[k];
+  }
+  typename S::C* const ys = slot + S::XS;
+  const int ny = S::TW + c.span - 1;
+#pragma unroll
+  for (int k = 0; k < S::Ky(); ++k) {
+    const int i = sl + k * LT;
+    if (i < ny) ys[i] = vy[k];
+  }
+}
+
+// The steps of one staged chunk: accumulates R outputs of group `group` over
+// member `member`'s j's.
+template <class S, int G, int R, bool kF32>
+__device__ __forceinline__ void ComputeChunk(Accumulators<R, kF32>& acc,
+                                             const typename S::C* slot,
+                                             const Chunk& c, int member,
+                                             int group) {
+  using C = typename S::C;
+  constexpr int U = S::U, V = S::V;
+  using Vec = std::conditional_t<V == 4, float4,
+                                 std::conditional_t<V == 2, double2, C>>;
+  constexpr int kBlocks = S::kBlocks;
+  const C* const ys = slot + S::XS;
+  // Window element e (offset from b0) of output i at step t is
+  // ys[b0 + i - G t], kept in slot Mod(e, R).
+  const int b0 = group * R - member + c.span - 1;
+  C win[R];
+#pragma unroll
+  for (int e = S::NEW; e < R; ++e) win[Mod(e, R)] = ys[b0 + e];
+  const C* xrow = slot + member * S::XROW;
+  int blocks = 0;
+  for (int tb = 0; tb < c.steps; tb += U) {
+    const C* yp = ys + (b0 - G * tb);
+    const C* xp = xrow + tb;
+    Vec xv;
+#pragma unroll
+    for (int tt = 0; tt < U; ++tt) {
+      C xj;
+      if constexpr (V == 1) {
+        xj = xp[tt];
+      } else {
+        if (tt % V == 0) xv = *reinterpret_cast<const Vec*>(xp + tt);
+        if constexpr (V == 4) {
+          xj = tt % 4 == 0   ? xv.x
+               : tt % 4 == 1 ? xv.y
+               : tt % 4 == 2 ? xv.z
+                             : xv.w;
+        } else {
+          xj = tt % 2 == 0 ? xv.x : xv.y;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < S::NEW; ++k) {
+        win[Mod(k - G * tt, R)] = yp[k - G * tt];
+      }
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        acc.Add(tt % 2, i, xj, win[Mod(i - G * tt, R)]);
+      }
+      if constexpr (U > 28) {
+        if (tt % S::kPromoteEvery == S::kPromoteEvery - 1) acc.Promote();
+      }
+    }
+    if constexpr (U <= 28) {
+      if (++blocks == kBlocks) {
+        acc.Promote();
+        blocks = 0;
+      }
+    }
+  }
+  if constexpr (U <= 28) {
+    if (blocks != 0) acc.Promote();
+  }
+}
+
+// One task after its first chunk is (optionally) staged: the rest of its
+// chunks, the members' butterfly, the write.
+template <class S, typename T, int G, int R, bool kF32>
+__device__ __forceinline__ void RunTask(const DeviceArgs<T>& args,
+                                        const StepProblem& sp, int64_t tile,
+                                        bool first_staged, unsigned mask,
+                                        int sl, typename S::C* slot) {
+  constexpr int NG = S::NG, TW = S::TW, LT = S::LT;
+  const int member = sl / NG;
+  const int group = sl % NG;
+  const Geometry g = MakeGeometry<TW>(sp, tile);
+  Accumulators<R, kF32> acc;
+  acc.Clear();
+  bool staged = first_staged;
+  for (int64_t jc = g.jlo; jc <= g.jhi;) {
+    const Chunk c = MakeChunk<S>(g, jc);
+    if (!staged) {
+      __syncwarp(mask);
+      StageChunk<S>(args, g, c, sl, slot);
+      __syncwarp(mask);
+    }
+    staged = false;
+    ComputeChunk<S, G, R, kF32>(acc, slot, c, member, group);
+    jc += c.span;
+  }
+  // Sum each group's members: a butterfly over the member bits of the
+  // lane index (lane = member * NG + group; sub-warps have G = 1, so none).
+#pragma unroll
+  for (int m = NG; m < LT; m <<= 1) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      acc.total[i] += __shfl_xor_sync(kFullMask, acc.total[i], m);
+    }
+  }
+  // Every member now holds its group's totals. Stage the tile in the slot
+  // (member m stores the outputs i = m mod G) and write it out coalesced.
+  double* const staged_out = reinterpret_cast<double*>(slot);
+  __syncwarp(mask);
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    if (i % G == member) staged_out[group * R + i] = acc.total[i];
+  }
+  __syncwarp(mask);
+  WriteTile(args, sp, g.k0, g.K, TW, sl, LT, staged_out,
+            /*log_values=*/false);
+}
+
+template <typename T, int CONFIG, bool kF32>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
+    LinearKernel(const DeviceArgs<T> args) {
+  constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
+  constexpr int G = D.g, R = D.r, SW = D.sw, Q = D.q;
+  using S = Shape<G, R, kF32, SW, Q, ChunkTarget<CONFIG, kF32>()>;
+  using C = typename S::C;
+  constexpr int LT = S::LT, TW = S::TW;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  const int sub = lane / LT;
+  const int sl = lane % LT;
+  const unsigned mask = SW == 1 ? kFullMask : (((1u << LT) - 1u) << (sub * LT));
+  C* const warp_smem = reinterpret_cast<C*>(smem_raw) + warp * S::kWarpElems;
+  constexpr int64_t kPerWarp = SW * Q;
+  const int64_t stride =
+      static_cast<int64_t>(gridDim.x) * kWarpsPerBlock * kPerWarp;
+  for (int64_t base =
+           (static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp) *
+           kPerWarp;
+       base < args.num_tasks; base += stride) {
+    // This sub-warp's tasks: base + sub * Q + q; slot q * SW + sub.
+    if constexpr (Q == 1) {
+      const int64_t task = base + sub;
+      if (task < args.num_tasks) {
+        StepProblem sp;
+        int64_t tile;
+        TaskOf(args.steps, args.tasks, task, &sp, &tile);
+        RunTask<S, T, G, R, kF32>(args, sp, tile, false, mask, sl,
+                                  warp_smem + sub * S::kSlot);
+      }
+    } else {
+      // Descriptors of all Q tasks, then the first chunks of all of them,
+      // every load in flight before any is used.
+      StepProblem sp[Q];
+      int64_t tile[Q];
+      bool live[Q];
+#pragma unroll
+      for (int q = 0; q < Q; ++q) {
+        const int64_t task = base + sub * Q + q;
+        live[q] = task < args.num_tasks;
+        if (live[q]) TaskOf(args.steps, args.tasks, task, &sp[q], &tile[q]);
+      }
+      C vx[Q][S::Kx()];
+      C vy[Q][S::Ky()];
+#pragma unroll
+      for (int q = 0; q < Q; ++q) {
+        if (!live[q]) continue;
+        const Geometry g = MakeGeometry<TW>(sp[q], tile[q]);
+        LoadFirstChunk<S>(args, g, MakeChunk<S>(g, g.jlo), sl, vx[q], vy[q]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int q = 0; q < Q; ++q) {
+        if (!live[q]) continue;
+        const Geometry g = MakeGeometry<TW>(sp[q], tile[q]);
+        StoreFirstChunk<S>(MakeChunk<S>(g, g.jlo), sl, vx[q], vy[q],
+                           warp_smem + (q * SW + sub) * S::kSlot);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int q = 0; q < Q; ++q) {
+        if (!live[q]) continue;
+        RunTask<S, T, G, R, kF32>(args, sp[q], tile[q], true, mask, sl,
+                                  warp_smem + (q * SW + sub) * S::kSlot);
+      }
+      __syncwarp();
+    }
+  }
+}
+
+// ----------------------------------------------------- log kernel ----
+
+// x and y converted to log-probabilities in double: log of linear values
+// (zero gives -inf), log values as they are; scratch is already log.
+template <typename T>
+__device__ __forceinline__ double LoadLog(const DeviceArgs<T>& args,
+                                          const Operand& o, int64_t i,
+                                          bool in_log) {
+  if (o.scratch) return args.scratch[o.base + i];
+  const double v = static_cast<double>(__ldg(args.values + (o.base + i)));
+  return in_log ? v : log(v);
+}
+
+template <typename T, int G>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
+    LogKernel(const DeviceArgs<T> args) {
+  using S = LogShape<G>;
+  constexpr int NG = S::NG, TW = S::TW, U = S::U;
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  double* const xs = reinterpret_cast<double*>(smem_raw) + warp * S::kWarpElems;
+  double* const ys = xs + S::XS;
+  const int member = lane / NG;
+  const int group = lane % NG;
+
+  for (int64_t task = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+       task < args.num_tasks;
+       task += static_cast<int64_t>(gridDim.x) * kWarpsPerBlock) {
+    StepProblem sp;
+    int64_t tile;
+    TaskOf(args.steps, args.tasks, task, &sp, &tile);
+    Operand xo, yo;
+    Operands(sp, &xo, &yo);
+    const bool in_log = (sp.bits & kInLog) != 0;
+    const int64_t LX = xo.len, LY = yo.len;
+    const int64_t K = LX + LY - 1;
+    const int64_t k0 = tile * TW;
+    const int64_t jlo = k0 - LY + 1 > 0 ? k0 - LY + 1 : 0;
+    const int64_t jhi = k0 + TW - 1 < LX - 1 ? k0 + TW - 1 : LX - 1;
+
+    double mx = kNegInf, sum = 0.0;
+    for (int64_t jc = jlo; jc <= jhi;) {
+      const int64_t rest = (jhi - jc + G) / G;
+      const int steps = rest >= S::S_MAX
+                            ? S::S_MAX
+                            : static_cast<int>((rest + U - 1) / U * U);
+      const int span = G * steps;
+      __syncwarp();
+      Stage<double>(
+          span, lane,
+          [&](int i) {
+            const int64_t j = jc + i;
+            return j < LX ? LoadLog(args, xo, j, in_log) : kNegInf;
+          },
+          [](int i) { return (i % G) * S::XROW + i / G; }, xs);
+      const int64_t ybase = k0 - jc - span + 1;
+      Stage<double>(
+          TW + span - 1, lane,
+          [&](int i) {
+            const int64_t y = ybase + i;
+            return y >= 0 && y < LY ? LoadLog(args, yo, y, in_log) : kNegInf;
+          },
+          [](int i) { return i; }, ys);
+      __syncwarp();
+      const double* xp = xs + member * S::XROW;
+      const double* yp = ys + (group - member + span - 1);
+      for (int t = 0; t < steps; ++t) {
+        const double v = xp[t] + yp[-G * t];
+        // Online log-sum-exp: one exp per pair, whichever way it goes.
+        const bool up = v > mx;
+        const double e = exp(up ? mx - v : v - mx);
+        sum = up ? __fma_rn(sum, e, 1.0) : (v > kNegInf ? sum + e : sum);
+        mx = up ? v : mx;
+      }
+      jc += span;
+    }
+    // Combine the members' (max, sum): symmetric, so both partners of a
+    // butterfly step get the same bits.
+#pragma unroll
+    for (int mask = NG; mask < kWarpSize; mask <<= 1) {
+      const double omx = __shfl_xor_sync(kFullMask, mx, mask);
+      const double osum = __shfl_xor_sync(kFullMask, sum, mask);
+      const double nm = mx > omx ? mx : omx;
+      const double mine = mx == kNegInf ? 0.0 : sum * exp(mx - nm);
+      const double theirs = omx == kNegInf ? 0.0 : osum * exp(omx - nm);
+      sum = mine + theirs;
+      mx = nm;
+    }
+    double* const staged = xs;
+    __syncwarp();
+    if (member == 0) staged[group] = mx == kNegInf ? kNegInf : mx + log(sum);
+    __syncwarp();
+    WriteTile(args, sp, k0, K, TW, lane, kWarpSize, staged,
+              /*log_values=*/true);
+  }
+}
+
+// ---------------------------------------------------- copy kernel ----
+
+// One-term problems: the term itself, converted between spaces as
+// EnumerateCpu does (in double, one rounding to T). One warp per problem.
+template <typename T>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
+    CopyKernel(const DeviceArgs<T> args) {
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  for (int64_t task = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+       task < args.num_tasks;
+       task += static_cast<int64_t>(gridDim.x) * kWarpsPerBlock) {
+    const StepProblem sp = args.steps[task];
+    const bool in_log = (sp.bits & kInLog) != 0;
+    const bool out_log = (sp.bits & kOutLog) != 0;
+    bool bad = false;
+    for (int64_t i = lane; i < sp.b_len; i += kWarpSize) {
+      double v = static_cast<double>(__ldg(args.values + (sp.b + i)));
+      if (in_log && !out_log) {
+        v = exp(v);
+      } else if (!in_log && out_log) {
+        v = log(v);  // log(0) = -inf
+      } else {
+        v = v + 0.0;  // -0 becomes +0, as on the CPU
+      }
+      const T r = static_cast<T>(v);
+      args.out[sp.dst + i] = r;
+      bad |= out_log ? !(r < std::numeric_limits<T>::infinity()) : !isfinite(r);
+    }
+    if (bad) Flag(args.status, sp.problem);
+  }
+}
+
+// ----------------------------------------------------- FFT kernels ----
+
+struct FftArgs {
+  const FftSignal* signals;
+  const FftProblem* problems;
+  int64_t num_signals;
+  int64_t num_problems;
+  int64_t n;  // transform length (a power of two)
+  int log2n;
+  double* real;      // num_signals * n
+  double2* spectra;  // num_signals * (n / 2 + 1)
+  double2* product;  // num_problems * (n / 2 + 1)
+};
+
+// Zero-padded signals in double.
+template <typename T>
+__global__ void FftPackKernel(const FftArgs f, const T* values) {
+  const int64_t total = f.num_signals * f.n;
+  for (int64_t idx =
+           static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < total; idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t s = idx >> f.log2n;
+    const int64_t i = idx & (f.n - 1);
+    const FftSignal sig = f.signals[s];
+    f.real[idx] = i < sig.length
+                      ? static_cast<double>(__ldg(values + (sig.values + i)))
+                      : 0.0;
+  }
+}
+
+// The product of each problem's spectra, in term order, scaled by 1 / n
+// (cuFFT's inverse is unnormalised).
+__global__ void FftMultiplyKernel(const FftArgs f) {
+  const int64_t bins = f.n / 2 + 1;
+  const int64_t total = f.num_problems * bins;
+  const double scale = 1.0 / static_cast<double>(f.n);
+  for (int64_t idx =
+           static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < total; idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t q = idx / bins;
+    const int64_t b = idx - q * bins;
+    const FftProblem p = f.problems[q];
+    double2 z = f.spectra[(p.sig_begin) * bins + b];
+    for (int t = 1; t < p.num_terms; ++t) {
+      const double2 w = f.spectra[(p.sig_begin + t) * bins + b];
+      z = make_double2(z.x * w.x - z.y * w.y, z.x * w.y + z.y * w.x);
+    }
+    f.product[idx] = make_double2(z.x * scale, z.y * scale);
+  }
+}
+
+// The inverse transforms' first out_length values, negatives (rounding
+// noise around zero) clamped to 0.
+template <typename T>
+__global__ void FftUnpackKernel(const FftArgs f, T* out, uint32_t* status) {
+  const int64_t total = f.num_problems * f.n;
+  for (int64_t idx =
+           static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       idx < total; idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t q = idx >> f.log2n;
+    const int64_t i = idx & (f.n - 1);
+    const FftProblem p = f.problems[q];
+    if (i >= p.out_length) continue;
+    const double v = f.real[idx];
+    const T r = static_cast<T>(v > 0.0 ? v : 0.0);
+    out[p.dst + i] = r;
+    if (!isfinite(r)) Flag(status, p.problem);
+  }
+}
+
+// --------------------------------------------------- kernel tables ----
+
+template <typename T>
+using KernelFn = void (*)(DeviceArgs<T>);
+
+struct KernelEntry {
+  const void* fn;
+  int smem_bytes;
+  int tasks_per_warp;
+};
+
+template <typename T, int CONFIG, bool kF32>
+KernelEntry LinearEntry() {
+  if constexpr (kF32 && !std::is_same_v<T, float>) {
+    return {nullptr, 0, 1};
+  } else {
+    constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
+    using S = Shape<D.g, D.r, kF32, D.sw, D.q, ChunkTarget<CONFIG, kF32>()>;
+    return {reinterpret_cast<const void*>(&LinearKernel<T, CONFIG, kF32>),
+            static_cast<int>(kWarpsPerBlock * S::kWarpElems *
+                             sizeof(typename S::C)),
+            D.sw * D.q};
+  }
+}
+
+template <typename T, bool kF32, int... I>
+const KernelEntry* LinearTable(std::integer_sequence<int, I...>) {
+  static const KernelEntry table[] = {LinearEntry<T, I, kF32>()...};
+  return table;
+}
+
+template <typename T>
+KernelEntry LinearKernelFor(int config, bool f32) {
+  using Seq = std::make_integer_sequence<int, kNumDirectConfigs>;
+  return f32 ? LinearTable<T, true>(Seq{})[config]
+             : LinearTable<T, false>(Seq{})[config];
+}
+
+template <typename T>
+KernelEntry LogKernelFor(int config) {
+  static const KernelEntry table[] = {
+      {reinterpret_cast<const void*>(&LogKernel<T, kLogGroups[0]>),
+       static_cast<int>(kWarpsPerBlock * LogShape<kLogGroups[0]>::kWarpElems *
+                        sizeof(double)),
+       1},
+      {reinterpret_cast<const void*>(&LogKernel<T, kLogGroups[1]>),
+       static_cast<int>(kWarpsPerBlock * LogShape<kLogGroups[1]>::kWarpElems *
+                        sizeof(double)),
+       1},
+  };
+  return table[config];
+}
+
+int TileOutputs(LaunchKind kind, int config) {
+  if (kind == LaunchKind::kLog) return kWarpSize / kLogGroups[config];
+  const DirectConfigDef& c = kDirectConfigDefs[config];
+  return kWarpSize / c.sw / c.g * c.r;
+}
+
+// Launches `entry` over `tasks` warps' worth of work.
+template <typename T>
+absl::Status LaunchEntry(const KernelEntry& entry, const DeviceArgs<T>& args,
+                         cudaStream_t stream) {
+  if (entry.fn == nullptr) {
+    return absl::InternalError("enumerate: no kernel for this configuration");
+  }
+  if (args.num_tasks == 0) return absl::OkStatus();
+  if (entry.smem_bytes > 48 * 1024) {
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+        entry.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        entry.smem_bytes));
+  }
+  const int64_t per_block =
+      static_cast<int64_t>(kWarpsPerBlock) * entry.tasks_per_warp;
+  const int64_t blocks64 = (args.num_tasks + per_block - 1) / per_block;
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>(blocks64, kMaxBlocks));
+  void* params[] = {const_cast<DeviceArgs<T>*>(&args)};
+  SAMPLER_CUDA_RETURN_IF_ERROR(
+      cudaLaunchKernel(entry.fn, dim3(blocks), dim3(kWarpsPerBlock * kWarpSize),
+                       params, static_cast<size_t>(entry.smem_bytes), stream));
+  SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------ planning ----
+
+// The automatic direct configuration for a linear step with shorter
+// operand lx and longer ly (both at least 1), a function of the sizes only
+// (so a problem's bits never depend on its batch). Indices into
+// kDirectConfigDefs; the thresholds come from bench/results/
+// enumerate-kernel.md.
+int AutoLinearConfig(int64_t lx, int64_t ly) {
+  (void)ly;
+  if (lx <= 40) return 1;    // g1r5x2q1: two problems per warp
+  if (lx <= 64) return 2;    // g1r3q2
+  if (lx <= 512) return 4;   // g1r5
+  if (lx <= 2048) return 5;  // g1r7
+  return 9;                  // g2r15
+}
+
+int AutoLogConfig(int64_t lx) { return lx <= 64 ? 0 : 1; }
+
+constexpr size_t Align(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// ------------------------------------------------------ cuFFT ----
+//
+// cuFFT is loaded at run time: its library is large (hundreds of MB) and
+// only the FFT path needs it, so a missing library disables that path
+// instead of the binary.
+
+struct CufftApi {
+  decltype(&cufftCreate) create = nullptr;
+  decltype(&cufftDestroy) destroy = nullptr;
+  decltype(&cufftSetAutoAllocation) set_auto_allocation = nullptr;
+  decltype(&cufftMakePlanMany) make_plan_many = nullptr;
+  decltype(&cufftSetWorkArea) set_work_area = nullptr;
+  decltype(&cufftSetStream) set_stream = nullptr;
+  decltype(&cufftExecD2Z) exec_d2z = nullptr;
+  decltype(&cufftExecZ2D) exec_z2d = nullptr;
+  decltype(&cufftEstimate1d) estimate_1d = nullptr;
+  bool ok = false;
+};
+
+const CufftApi& Cufft() {
+  static const CufftApi api = [] {
+    CufftApi a;
+    void* lib = nullptr;
+    for (const char* name : {"libcufft.so.12", "libcufft.so.13",
+                             "libcufft.so.11", "libcufft.so"}) {
+      lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (lib != nullptr) break;
+    }
+    if (lib == nullptr) return a;
+    auto get = [lib](auto* fn, const char* name) {
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(
+          dlsym(lib, name));
+      return *fn != nullptr;
+    };
+    a.ok = get(&a.create, "cufftCreate") && get(&a.destroy, "cufftDestroy") &&
+           get(&a.set_auto_allocation, "cufftSetAutoAllocation") &&
+           get(&a.make_plan_many, "cufftMakePlanMany") &&
+           get(&a.set_work_area, "cufftSetWorkArea") &&
+           get(&a.set_stream, "cufftSetStream") &&
+           get(&a.exec_d2z, "cufftExecD2Z") &&
+           get(&a.exec_z2d, "cufftExecZ2D") &&
+           get(&a.estimate_1d, "cufftEstimate1d");
+    return a;
+  }();
+  return api;
+}
+
+absl::Status CufftStatus(cufftResult r, const char* what) {
+  if (r == CUFFT_SUCCESS) return absl::OkStatus();
+  if (r == CUFFT_ALLOC_FAILED) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuFFT ", what, ": allocation failed"));
+  }
+  return absl::InternalError(
+      absl::StrCat("cuFFT ", what, " failed with code ", static_cast<int>(r)));
+}
+
+int Log2(int64_t n) {
+  int k = 0;
+  while ((int64_t{1} << k) < n) ++k;
+  return k;
+}
+
+}  // namespace
+
+absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs() {
+  return absl::MakeConstSpan(kDirectConfigs);
+}
+
+// ------------------------------------------------- EnumerateFftPlans ----
+
+absl::StatusOr<std::unique_ptr<EnumerateFftPlans>> EnumerateFftPlans::Create() {
+  if (!Cufft().ok) {
+    return absl::UnavailableError(
+        "cuFFT (libcufft.so) could not be loaded: the FFT path is off");
+  }
+  return std::unique_ptr<EnumerateFftPlans>(new EnumerateFftPlans());
+}
+
+EnumerateFftPlans::~EnumerateFftPlans() {
+  for (const auto& [key, handle] : plans_) Cufft().destroy(handle);
+}
+
+absl::StatusOr<size_t> EnumerateFftPlans::WorkBytes(int64_t n, int64_t count) {
+  const CufftApi& api = Cufft();
+  if (!api.ok) return absl::UnavailableError("cuFFT not loaded");
+  size_t most = 0;
+  for (int k = 0; (int64_t{1} << k) <= count; ++k) {
+    if ((count >> k & 1) == 0) continue;
+    for (cufftType type : {CUFFT_D2Z, CUFFT_Z2D}) {
+      size_t bytes = 0;
+      if (absl::Status s = CufftStatus(
+              api.estimate_1d(static_cast<int>(n), type, 1 << k, &bytes),
+              "estimate");
+          !s.ok()) {
+        return s;
+      }
+      most = std::max(most, bytes);
+    }
+  }
+  return most;
+}
+
+absl::Status EnumerateFftPlans::Ensure(int64_t n, int64_t count, bool inverse) {
+  const CufftApi& api = Cufft();
+  for (int k = 0; (int64_t{1} << k) <= count; ++k) {
+    if ((count >> k & 1) == 0) continue;
+    const auto key = std::make_tuple(n, int64_t{1} << k, inverse);
+    if (plans_.count(key) != 0) continue;
+    cufftHandle h;
+    if (absl::Status s = CufftStatus(api.create(&h), "create"); !s.ok()) {
+      return s;
+    }
+    int dims[1] = {static_cast<int>(n)};
+    size_t work = 0;
+    cufftResult r = api.set_auto_allocation(h, 0);
+    if (r == CUFFT_SUCCESS) {
+      r = api.make_plan_many(h, 1, dims, nullptr, 1, 0, nullptr, 1, 0,
+                             inverse ? CUFFT_Z2D : CUFFT_D2Z, 1 << k, &work);
+    }
+    if (absl::Status s = CufftStatus(r, "plan"); !s.ok()) {
+      api.destroy(h);
+      return s;
+    }
+    plans_[key] = h;
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status EnumerateFftPlans::Prepare(const EnumerateBatch<T>& batch) {
+  if (batch.launches == nullptr) return absl::OkStatus();
+  for (const Launch& l : *batch.launches) {
+    if (l.kind != LaunchKind::kFft) continue;
+    if (absl::Status s = Ensure(l.fft_length, l.fft_signals, false); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = Ensure(l.fft_length, l.fft_problems, true); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EnumerateFftPlans::Forward(int64_t n, int64_t count, double* real,
+                                        void* complex, void* work,
+                                        cudaStream_t stream) {
+  const CufftApi& api = Cufft();
+  const int64_t bins = n / 2 + 1;
+  int64_t done = 0;
+  for (int k = 62; k >= 0; --k) {
+    if ((count >> k & 1) == 0) continue;
+    const auto it = plans_.find(std::make_tuple(n, int64_t{1} << k, false));
+    if (it == plans_.end()) {
+      return absl::FailedPreconditionError(
+          "enumerate: FFT plan missing (call EnumerateFftPlans::Prepare)");
+    }
+    const cufftHandle h = it->second;
+    if (absl::Status s = CufftStatus(api.set_stream(h, stream), "stream");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CufftStatus(api.set_work_area(h, work), "work area");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            CufftStatus(api.exec_d2z(h, real + done * n,
+                                     static_cast<cufftDoubleComplex*>(complex) +
+                                         done * bins),
+                        "D2Z");
+        !s.ok()) {
+      return s;
+    }
+    done += int64_t{1} << k;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EnumerateFftPlans::Inverse(int64_t n, int64_t count, void* complex,
+                                        double* real, void* work,
+                                        cudaStream_t stream) {
+  const CufftApi& api = Cufft();
+  const int64_t bins = n / 2 + 1;
+  int64_t done = 0;
+  for (int k = 62; k >= 0; --k) {
+    if ((count >> k & 1) == 0) continue;
+    const auto it = plans_.find(std::make_tuple(n, int64_t{1} << k, true));
+    if (it == plans_.end()) {
+      return absl::FailedPreconditionError(
+          "enumerate: FFT plan missing (call EnumerateFftPlans::Prepare)");
+    }
+    const cufftHandle h = it->second;
+    if (absl::Status s = CufftStatus(api.set_stream(h, stream), "stream");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CufftStatus(api.set_work_area(h, work), "work area");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CufftStatus(
+            api.exec_z2d(
+                h, static_cast<cufftDoubleComplex*>(complex) + done * bins,
+                real + done * n),
+            "Z2D");
+        !s.ok()) {
+      return s;
+    }
+    done += int64_t{1} << k;
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------ EnumerateBatchBuilder ----
+
+template <typename T>
+absl::StatusOr<int> EnumerateBatchBuilder<T>::Add(
+    absl::Span<const PmfTerm<T>> terms, ProbSpace in, ProbSpace out) {
+  if (finished_) {
+    return absl::FailedPreconditionError("enumerate batch already finished");
+  }
+  if (out != ProbSpace::kLinear && out != ProbSpace::kLog) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output space = ", static_cast<int>(out),
+                     ": unknown probability space"));
+  }
+  if (absl::Status s = ValidateEnumerate<T>(terms, in); !s.ok()) return s;
+  if (terms.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()) ||
+      problems_.size() >=
+          static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::ResourceExhaustedError("enumerate batch too large");
+  }
+  EnumerateProblem p;
+  p.num_terms = static_cast<int32_t>(terms.size());
+  p.in = in;
+  p.out = out;
+  p.out_length = 1;
+  Pending pending{static_cast<int32_t>(terms_.size()), p.num_terms};
+  for (const PmfTerm<T>& t : terms) {
+    p.support_offset += t.offset;  // validated: no overflow
+    p.out_length += static_cast<int64_t>(t.values.size()) - 1;
+    terms_.push_back({static_cast<int64_t>(values_.size()),
+                      static_cast<int32_t>(t.values.size())});
+    values_.insert(values_.end(), t.values.begin(), t.values.end());
+  }
+  p.out_begin = total_out_;
+  total_out_ += p.out_length;
+  problems_.push_back(p);
+  pending_.push_back(pending);
+  return static_cast<int>(problems_.size() - 1);
+}
+
+template <typename T>
+absl::Status EnumerateBatchBuilder<T>::PlanFft(int64_t* scratch_doubles) {
+  // Which problems: linear in and out, at least two terms, by the method.
+  std::map<int64_t, std::vector<int32_t>> by_length;  // n -> problems
+  for (size_t p = 0; p < problems_.size(); ++p) {
+    EnumerateProblem& prob = problems_[p];
+    if (prob.in != ProbSpace::kLinear || prob.out != ProbSpace::kLinear ||
+        prob.num_terms < 2) {
+      continue;
+    }
+    const bool want =
+        options_.method == EnumerateMethod::kFft ||
+        (options_.method == EnumerateMethod::kAuto && options_.allow_fft &&
+         prob.out_length >= options_.fft_min_length);
+    if (!want) continue;
+    if (options_.method == EnumerateMethod::kAuto && !Cufft().ok) continue;
+    prob.fft = true;
+    by_length[int64_t{1} << Log2(std::max<int64_t>(prob.out_length, 16))]
+        .push_back(static_cast<int32_t>(p));
+  }
+  if (by_length.empty()) return absl::OkStatus();
+  if (!Cufft().ok) {
+    return absl::UnavailableError(
+        "enumerate: the FFT method needs cuFFT, which could not be loaded");
+  }
+  size_t work = 0;
+  for (const auto& [n, members] : by_length) {
+    Launch l;
+    l.kind = LaunchKind::kFft;
+    l.fft_length = n;
+    l.fft_problems = static_cast<int64_t>(members.size());
+    l.fft_signal_begin = static_cast<int64_t>(fft_signals_.size());
+    l.fft_problem_begin = static_cast<int64_t>(fft_problems_.size());
+    int32_t sig = 0;
+    for (int32_t p : members) {
+      const Pending& pd = pending_[p];
+      fft_problems_.push_back({problems_[p].out_begin, sig, pd.num_terms,
+                               static_cast<int32_t>(problems_[p].out_length),
+                               p});
+      for (int32_t t = 0; t < pd.num_terms; ++t) {
+        const Term& term = terms_[pd.first_term + t];
+        fft_signals_.push_back({term.values, term.length, 0});
+      }
+      sig += pd.num_terms;
+    }
+    l.fft_signals = sig;
+    const int64_t bins2 = 2 * (n / 2 + 1);  // doubles per spectrum
+    l.fft_real = *scratch_doubles;
+    *scratch_doubles += Align(static_cast<size_t>(sig * n), 32);
+    l.fft_spectra = *scratch_doubles;
+    *scratch_doubles += Align(static_cast<size_t>(sig * bins2), 32);
+    l.fft_product = *scratch_doubles;
+    *scratch_doubles += Align(static_cast<size_t>(l.fft_problems * bins2), 32);
+    absl::StatusOr<size_t> w =
+        EnumerateFftPlans::WorkBytes(n, std::max<int64_t>(sig, 1));
+    if (!w.ok()) return w.status();
+    work = std::max(work, *w);
+    launches_.push_back(l);
+  }
+  // cuFFT's work area after everything else.
+  fft_work_at_ = static_cast<size_t>(*scratch_doubles) * sizeof(double);
+  *scratch_doubles += static_cast<int64_t>(Align(work, 256) / sizeof(double));
+  return absl::OkStatus();
+}
+
+template <typename T>
+void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
+  // Step problems grouped by launch: (step, kind, config, f32).
+  using Key = std::tuple<int, int, int, bool>;
+  std::map<Key, std::vector<StepProblem>> groups;
+  for (size_t p = 0; p < problems_.size(); ++p) {
+    const EnumerateProblem& prob = problems_[p];
+    if (prob.fft) continue;
+    const Pending& pd = pending_[p];
+    const bool log_path =
+        prob.in == ProbSpace::kLog || prob.out == ProbSpace::kLog;
+    uint32_t space_bits = (prob.in == ProbSpace::kLog ? kInLog : 0u) |
+                          (prob.out == ProbSpace::kLog ? kOutLog : 0u);
+    if (pd.num_terms == 1) {
+      const Term& t = terms_[pd.first_term];
+      StepProblem sp{0,         t.values, prob.out_begin,
+                     0,         t.length, static_cast<int32_t>(p),
+                     space_bits};
+      groups[Key{0, static_cast<int>(LaunchKind::kCopy), 0, false}].push_back(
+          sp);
+      continue;
+    }
+    // Scratch: two buffers of the longest intermediate partial sum.
+    int64_t half = 0;
+    if (pd.num_terms > 2) {
+      int64_t len = 1;
+      for (int32_t t = 0; t < pd.num_terms - 1; ++t) {
+        len += terms_[pd.first_term + t].length - 1;
+      }
+      half = len;
+    }
+    const int64_t base = *scratch_doubles;
+    *scratch_doubles += 2 * half;
+    int64_t acc_len = terms_[pd.first_term].length;
+    for (int32_t s = 1; s < pd.num_terms; ++s) {
+      const Term& b = terms_[pd.first_term + s];
+      StepProblem sp;
+      sp.problem = static_cast<int32_t>(p);
+      sp.bits = space_bits;
+      if (s == 1) {
+        sp.a = terms_[pd.first_term].values;
+      } else {
+        sp.a = base + ((s - 1) & 1) * half;
+        sp.bits |= kAInScratch;
+      }
+      sp.a_len = static_cast<int32_t>(acc_len);
+      sp.b = b.values;
+      sp.b_len = b.length;
+      if (s == pd.num_terms - 1) {
+        sp.dst = prob.out_begin;
+      } else {
+        sp.dst = base + (s & 1) * half;
+        sp.bits |= kDstScratch;
+      }
+      const int64_t lx = std::min<int64_t>(acc_len, b.length);
+      const int64_t ly = std::max<int64_t>(acc_len, b.length);
+      pairs_ += lx * ly;
+      Key key;
+      if (log_path) {
+        key = Key{s, static_cast<int>(LaunchKind::kLog), AutoLogConfig(lx),
+                  false};
+      } else {
+        const int config = options_.method == EnumerateMethod::kDirect &&
+                                   options_.direct_config >= 0 &&
+                                   options_.direct_config < kNumDirectConfigs
+                               ? options_.direct_config
+                               : AutoLinearConfig(lx, ly);
+        const bool f32 = std::is_same_v<T, float> && s == 1;
+        key = Key{s, static_cast<int>(LaunchKind::kLinear), config, f32};
+      }
+      groups[key].push_back(sp);
+      acc_len += b.length - 1;
+    }
+  }
+  // std::map orders by step first, so a step's launches follow the last
+  // step's: the stream runs them in fold order.
+  for (auto& [key, sps] : groups) {
+    Launch l;
+    l.step = std::get<0>(key);
+    l.kind = static_cast<LaunchKind>(std::get<1>(key));
+    l.config = std::get<2>(key);
+    l.f32 = std::get<3>(key);
+    l.sp_begin = static_cast<int64_t>(steps_.size());
+    l.sp_count = static_cast<int64_t>(sps.size());
+    if (l.kind == LaunchKind::kCopy) {
+      l.task_begin = -1;
+      l.task_count = l.sp_count;
+    } else {
+      const int tw = TileOutputs(l.kind, l.config);
+      bool single = true;
+      for (const StepProblem& sp : sps) {
+        single &= static_cast<int64_t>(sp.a_len) + sp.b_len - 1 <= tw;
+      }
+      if (single) {
+        l.task_begin = -1;
+        l.task_count = l.sp_count;
+      } else {
+        l.task_begin = static_cast<int64_t>(tasks_.size());
+        for (size_t i = 0; i < sps.size(); ++i) {
+          const int64_t K =
+              static_cast<int64_t>(sps[i].a_len) + sps[i].b_len - 1;
+          const int64_t tiles = (K + tw - 1) / tw;
+          for (int64_t t = 0; t < tiles; ++t) {
+            tasks_.push_back(
+                {static_cast<int32_t>(i), static_cast<int32_t>(t)});
+          }
+        }
+        l.task_count = static_cast<int64_t>(tasks_.size()) - l.task_begin;
+      }
+    }
+    steps_.insert(steps_.end(), sps.begin(), sps.end());
+    launches_.push_back(l);
+  }
+}
+
+template <typename T>
+absl::Status EnumerateBatchBuilder<T>::Finish() {
+  if (finished_) return absl::OkStatus();
+  // Scratch: the FFT groups' buffers and cuFFT's work area, then the
+  // direct path's partial sums.
+  int64_t scratch_doubles = 0;
+  if (absl::Status s = PlanFft(&scratch_doubles); !s.ok()) return s;
+  PlanDirect(&scratch_doubles);
+  scratch_bytes_ =
+      Align(static_cast<size_t>(scratch_doubles) * sizeof(double), 256);
+  if (tasks_.size() >
+      static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::ResourceExhaustedError("enumerate batch: too many tiles");
+  }
+  size_t at = 0;
+  layout_.steps = at;
+  at = Align(at + steps_.size() * sizeof(StepProblem), 256);
+  layout_.tasks = at;
+  at = Align(at + tasks_.size() * sizeof(Task), 256);
+  layout_.fft_signals = at;
+  at = Align(at + fft_signals_.size() * sizeof(FftSignal), 256);
+  layout_.fft_problems = at;
+  at = Align(at + fft_problems_.size() * sizeof(FftProblem), 256);
+  layout_.values = at;
+  at = Align(at + values_.size() * sizeof(T), 256);
+  layout_.end = at;
+  finished_ = true;
+  return absl::OkStatus();
+}
+
+template <typename T>
+void EnumerateBatchBuilder<T>::PackInto(void* host_arena) const {
+  auto* base = static_cast<unsigned char*>(host_arena);
+  auto copy = [base](size_t at, const auto& v) {
+    if (!v.empty()) {
+      std::memcpy(base + at, v.data(), v.size() * sizeof(v[0]));
+    }
+  };
+  copy(layout_.steps, steps_);
+  copy(layout_.tasks, tasks_);
+  copy(layout_.fft_signals, fft_signals_);
+  copy(layout_.fft_problems, fft_problems_);
+  copy(layout_.values, values_);
+}
+
+template <typename T>
+EnumerateBatch<T> EnumerateBatchBuilder<T>::View(const void* device_arena,
+                                                 T* out, uint32_t* status,
+                                                 void* scratch,
+                                                 size_t scratch_bytes) const {
+  EnumerateBatch<T> b;
+  b.arena = device_arena;
+  b.out = out;
+  b.status = status;
+  b.scratch = scratch;
+  b.scratch_bytes = scratch_bytes;
+  b.num_problems = static_cast<int32_t>(problems_.size());
+  b.values_at = layout_.values;
+  b.steps_at = layout_.steps;
+  b.tasks_at = layout_.tasks;
+  b.fft_signals_at = layout_.fft_signals;
+  b.fft_problems_at = layout_.fft_problems;
+  b.scratch_needed = scratch_bytes_;
+  b.fft_work_at = fft_work_at_;
+  b.launches = &launches_;
+  return b;
+}
+
+template <typename T>
+std::string EnumerateBatchBuilder<T>::DescribeLaunches() const {
+  std::string s;
+  for (const Launch& l : launches_) {
+    switch (l.kind) {
+      case LaunchKind::kCopy:
+        absl::StrAppend(&s, "copy x", l.sp_count, "; ");
+        break;
+      case LaunchKind::kLinear:
+        absl::StrAppend(&s, "step ", l.step, " linear ",
+                        kDirectConfigs[l.config].name, l.f32 ? " f32" : " f64",
+                        " problems ", l.sp_count, " tasks ", l.task_count,
+                        "; ");
+        break;
+      case LaunchKind::kLog:
+        absl::StrAppend(&s, "step ", l.step, " log g", kLogGroups[l.config],
+                        " problems ", l.sp_count, " tasks ", l.task_count,
+                        "; ");
+        break;
+      case LaunchKind::kFft:
+        absl::StrAppend(&s, "fft n=", l.fft_length, " problems ",
+                        l.fft_problems, " signals ", l.fft_signals, "; ");
+        break;
+    }
+  }
+  return s;
+}
+
+// ------------------------------------------------------ launcher ----
+
+template <typename T>
+absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
+                             cudaStream_t stream, EnumerateFftPlans* fft) {
+  if (batch.launches == nullptr) {
+    return absl::FailedPreconditionError("enumerate batch not finished");
+  }
+  if (batch.scratch_needed > 0 &&
+      (batch.scratch == nullptr ||
+       batch.scratch_bytes < batch.scratch_needed)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("enumerate: the batch needs ", batch.scratch_needed,
+                     " bytes of scratch, got ", batch.scratch_bytes));
+  }
+  if (batch.status != nullptr && batch.num_problems > 0) {
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+        batch.status, 0, sizeof(uint32_t) * batch.num_problems, stream));
+  }
+  const auto* arena = static_cast<const unsigned char*>(batch.arena);
+  const T* values = reinterpret_cast<const T*>(arena + batch.values_at);
+  const auto* steps =
+      reinterpret_cast<const StepProblem*>(arena + batch.steps_at);
+  const auto* tasks = reinterpret_cast<const Task*>(arena + batch.tasks_at);
+  double* scratch = static_cast<double*>(batch.scratch);
+  for (const Launch& l : *batch.launches) {
+    DeviceArgs<T> args{steps + l.sp_begin,
+                       l.task_begin < 0 ? nullptr : tasks + l.task_begin,
+                       l.task_count,
+                       values,
+                       scratch,
+                       batch.out,
+                       batch.status};
+    switch (l.kind) {
+      case LaunchKind::kCopy:
+        if (absl::Status s = LaunchEntry<T>(
+                {reinterpret_cast<const void*>(&CopyKernel<T>), 0, 1}, args,
+                stream);
+            !s.ok()) {
+          return s;
+        }
+        break;
+      case LaunchKind::kLinear:
+        if (absl::Status s = LaunchEntry<T>(LinearKernelFor<T>(l.config, l.f32),
+                                            args, stream);
+            !s.ok()) {
+          return s;
+        }
+        break;
+      case LaunchKind::kLog:
+        if (absl::Status s =
+                LaunchEntry<T>(LogKernelFor<T>(l.config), args, stream);
+            !s.ok()) {
+          return s;
+        }
+        break;
+      case LaunchKind::kFft: {
+        if (fft == nullptr) {
+          return absl::FailedPreconditionError(
+              "enumerate: the batch has FFT problems but no EnumerateFftPlans");
+        }
+        FftArgs f;
+        f.signals =
+            reinterpret_cast<const FftSignal*>(arena + batch.fft_signals_at) +
+            l.fft_signal_begin;
+        f.problems =
+            reinterpret_cast<const FftProblem*>(arena + batch.fft_problems_at) +
+            l.fft_problem_begin;
+        f.num_signals = l.fft_signals;
+        f.num_problems = l.fft_problems;
+        f.n = l.fft_length;
+        f.log2n = Log2(l.fft_length);
+        f.real = scratch + l.fft_real;
+        f.spectra = reinterpret_cast<double2*>(scratch + l.fft_spectra);
+        f.product = reinterpret_cast<double2*>(scratch + l.fft_product);
+        void* work =
+            static_cast<unsigned char*>(batch.scratch) + batch.fft_work_at;
+        constexpr int kThreads = 256;
+        auto blocks = [](int64_t n) {
+          return static_cast<unsigned>(
+              std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
+        };
+        FftPackKernel<T>
+            <<<blocks(f.num_signals * f.n), kThreads, 0, stream>>>(f, values);
+        SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+        if (absl::Status s = fft->Forward(f.n, f.num_signals, f.real, f.spectra,
+                                          work, stream);
+            !s.ok()) {
+          return s;
+        }
+        FftMultiplyKernel<<<blocks(f.num_problems * (f.n / 2 + 1)), kThreads, 0,
+                            stream>>>(f);
+        SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+        if (absl::Status s = fft->Inverse(f.n, f.num_problems, f.product,
+                                          f.real, work, stream);
+            !s.ok()) {
+          return s;
+        }
+        FftUnpackKernel<T>
+            <<<blocks(f.num_problems * f.n), kThreads, 0, stream>>>(
+                f, batch.out, batch.status);
+        SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+template class EnumerateBatchBuilder<float>;
+template class EnumerateBatchBuilder<double>;
+template absl::Status LaunchEnumerate<float>(const EnumerateBatch<float>&,
+                                             cudaStream_t, EnumerateFftPlans*);
+template absl::Status LaunchEnumerate<double>(const EnumerateBatch<double>&,
+                                              cudaStream_t, EnumerateFftPlans*);
+template absl::Status EnumerateFftPlans::Prepare<float>(
+    const EnumerateBatch<float>&);
+template absl::Status EnumerateFftPlans::Prepare<double>(
+    const EnumerateBatch<double>&);
+
+}  // namespace sampler::kernels::cuda

@@ -1,0 +1,355 @@
+// CUDA enumeration: the PMF of a sum of independent discrete random
+// variables for a segmented batch of problems in one go, checked against
+// EnumerateCpu (enumerate.h), which stays the contract.
+//
+// A batch holds many problems ("segments"), each with its own terms (any
+// number >= 1, any lengths, any support offsets), its own input and output
+// probability spaces and its own slice of the output. The host-side builder
+// validates the problems as the CPU backend does, plans the launches and
+// packs everything the kernels read (term values, per-step problem
+// descriptors, task lists) into one arena that travels in one copy:
+//
+//   EnumerateBatchBuilder<float> b(options);
+//   b.Add(terms, ProbSpace::kLinear, ProbSpace::kLinear);   // per request
+//   ...
+//   b.Finish();
+//   b.PackInto(pinned_staging);                  // b.ArenaBytes() bytes
+//   cudaMemcpyAsync(device_arena, pinned_staging, b.ArenaBytes(), ...);
+//   LaunchEnumerate(b.View(device_arena, device_out, device_status,
+//                          device_scratch, b.ScratchBytes()),
+//                   stream, fft_plans_or_null);
+//   ... copy out and status back, wait for the stream ...
+//
+// Problem p's result is out[problems()[p].out_begin, + out_length), for the
+// support starting at problems()[p].support_offset (the sum of the terms'
+// offsets). The launcher takes the stream and caller-provided device memory
+// (arena, output, status words, scratch) and never allocates; ScratchBytes()
+// says how much scratch the batch needs (0 when no problem has more than two
+// terms and none goes to the FFT path).
+//
+// Kernels (enumerate.cu says more): the direct convolution is warp
+// cooperative. A warp owns a tile of consecutive outputs; its lanes form
+// groups of G members, each group R consecutive outputs held in registers,
+// the members of a group taking interleaved j, so that at every step the
+// lanes of a group sit on the skew diagonals x + y = k of the outer product
+// (the blog's skew-diagonal tile) and, at the end, sum them with a
+// __shfl_xor_sync butterfly (lecture version 3); x and a window of y are
+// staged through shared memory. Linear space accumulates in double (float
+// products in short float chains folded into double), log space uses an
+// online log-sum-exp in double. Every sum has a fixed order: the same input
+// gives the same bits on every run, and a problem's bits do not depend on the
+// rest of its batch (its kernel is chosen from its own sizes). An optional
+// cuFFT path for long linear problems trades the relative error of the
+// direct path for an absolute one; it is off unless asked for.
+//
+// Accuracy against the long double reference, per element where the
+// reference is not zero (the tests check these): linear space, float:
+// relative <= 1e-6 (the proof in enumerate.cu gives 16 float roundings,
+// 9.5e-7); double: relative <= 1e-12 for problems whose fold has at most 8
+// steps of at most 16384 pairs per output. Log space: as EnumerateCpu's
+// documented bound (double internals). Exact zeros (-inf) where no pair has
+// non-zero probability, as on the CPU.
+//
+// Results that do not fit: a problem whose linear result has a non-finite
+// element, or whose log result has +inf, gets kEnumerateStatusNonFinite in
+// its status word; the CPU backend's answer for it is EnumerateCpu's (which
+// retries overflowing linear partial sums in log space or reports the
+// overflow), so the caller recomputes flagged problems there.
+#ifndef SAMPLER_KERNELS_CUDA_ENUMERATE_H_
+#define SAMPLER_KERNELS_CUDA_ENUMERATE_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/enumerate.h"
+
+namespace sampler::kernels::cuda {
+
+// ------------------------------------------------------------ options ----
+
+// Which algorithm the builder routes a problem to.
+enum class EnumerateMethod : int32_t {
+  // The service's choice: the direct kernel, with the configuration picked
+  // from the problem's sizes; the FFT for long linear problems only when
+  // allow_fft is set.
+  kAuto = 0,
+  // The direct kernel with one forced configuration (direct_config, an index
+  // of EnumerateDirectConfigs()): for tests and benchmarks.
+  kDirect = 1,
+  // cuFFT convolution for every linear-space problem (log-space problems
+  // still take the direct kernel): for tests and benchmarks.
+  kFft = 2,
+};
+
+struct EnumerateOptions {
+  EnumerateMethod method = EnumerateMethod::kAuto;
+  int direct_config = -1;  // kDirect: index into EnumerateDirectConfigs()
+  // kAuto may send a linear-space problem whose result is at least
+  // fft_min_length long to the FFT path. Its error is absolute, about
+  // 1e-15 of the sum of the result (double transforms for both types), so
+  // elements far below the largest lose their relative accuracy, and exact
+  // zeros become tiny values (negative results are clamped to 0).
+  bool allow_fft = false;
+  int64_t fft_min_length = 1024;
+};
+
+// One configuration of the direct kernel (the template parameters of one
+// instantiation): G lanes per output group, R outputs per group, S
+// independent sub-warps per warp, so a task's tile is 32 / (S G) * R
+// outputs; G = 1 needs no butterfly. Q tasks per sub-warp have their first
+// chunks loaded together (more loads in flight for small problems).
+struct EnumerateDirectConfig {
+  int group_lanes;  // G
+  int outputs;      // R
+  int subwarps;     // S
+  int tasks;        // Q
+  const char* name;
+};
+absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs();
+
+// --------------------------------------------------- status words ----
+
+inline constexpr uint32_t kEnumerateStatusNonFinite = 1u;
+
+// ----------------------------------------------------- descriptors ----
+
+// What the host keeps of one problem.
+struct EnumerateProblem {
+  int64_t support_offset = 0;  // sum of the terms' offsets
+  int64_t out_begin = 0;       // first element of its result in `out`
+  int64_t out_length = 0;      // sum(len - 1) + 1
+  int32_t num_terms = 0;
+  ProbSpace in = ProbSpace::kLinear;
+  ProbSpace out = ProbSpace::kLinear;
+  bool fft = false;  // routed to the FFT path
+};
+
+// Device-side records (POD, laid out by the builder in the arena).
+namespace enumerate_internal {
+
+// Bits of StepProblem::bits.
+inline constexpr uint32_t kAInScratch = 1u;  // left operand: scratch (double)
+inline constexpr uint32_t kDstScratch = 2u;  // result: scratch (double)
+inline constexpr uint32_t kInLog = 4u;       // term values are log-probs
+inline constexpr uint32_t kOutLog = 8u;      // final result in log space
+
+// One fold step of one problem: dst = a (*) b, where a is the partial sum
+// so far (the first term, or scratch) and b the next term.
+struct StepProblem {
+  int64_t a;    // first element of a: in values, or in scratch
+  int64_t b;    // first element of b in values
+  int64_t dst;  // first element of the result: in out, or in scratch
+  int32_t a_len;
+  int32_t b_len;
+  int32_t problem;
+  uint32_t bits;
+};
+
+// One warp's work: a tile of consecutive outputs of one step problem.
+struct Task {
+  int32_t step_problem;  // index in the launch's StepProblem range
+  int32_t tile;
+};
+
+enum class LaunchKind : int32_t { kCopy, kLinear, kLog, kFft };
+
+// One kernel launch (host side), over a contiguous range of step problems
+// and (for kLinear / kLog with several tiles per problem) of tasks.
+struct Launch {
+  LaunchKind kind = LaunchKind::kLinear;
+  int config = 0;    // kLinear: direct config; kLog: log config
+  bool f32 = false;  // kLinear: float products (both operands float)
+  int step = 0;
+  int64_t sp_begin = 0;  // in the arena's StepProblem array
+  int64_t sp_count = 0;
+  int64_t task_begin = 0;  // in the arena's Task array; -1: task = sp
+  int64_t task_count = 0;
+  // kFft: a group of problems sharing the transform length.
+  int64_t fft_length = 0;
+  int64_t fft_signals = 0;        // terms in the group (forward transforms)
+  int64_t fft_problems = 0;       // problems in the group (inverse transforms)
+  int64_t fft_real = 0;           // scratch doubles: signals, then results
+  int64_t fft_spectra = 0;        // scratch doubles: the signals' spectra
+  int64_t fft_product = 0;        // scratch doubles: the problems' spectra
+  int64_t fft_signal_begin = 0;   // in the arena's FftSignal array
+  int64_t fft_problem_begin = 0;  // in the arena's FftProblem array
+};
+
+// FFT path: one forward transform per term (signal) of a group's problems.
+struct FftSignal {
+  int64_t values;  // first value in values
+  int32_t length;
+  int32_t pad;
+};
+
+// FFT path: one problem of a group; its signals are consecutive.
+struct FftProblem {
+  int64_t dst;        // first element of its result in out
+  int32_t sig_begin;  // its first signal within the group
+  int32_t num_terms;
+  int32_t out_length;
+  int32_t problem;
+};
+
+}  // namespace enumerate_internal
+
+// A batch in device memory, as View() gives it. Plain pointers plus the
+// builder's host-side launch list (the builder must outlive the Launch call,
+// not the kernels).
+template <typename T>
+struct EnumerateBatch {
+  const void* arena = nullptr;
+  T* out = nullptr;
+  uint32_t* status = nullptr;  // one word per problem, zeroed by the launch
+  void* scratch = nullptr;
+  size_t scratch_bytes = 0;
+  int32_t num_problems = 0;
+  // Offsets of the arena's sections (bytes).
+  size_t values_at = 0, steps_at = 0, tasks_at = 0, fft_signals_at = 0,
+         fft_problems_at = 0;
+  size_t scratch_needed = 0;
+  size_t fft_work_at = 0;  // scratch offset (bytes) of cuFFT's work area
+  const std::vector<enumerate_internal::Launch>* launches = nullptr;
+};
+
+// ----------------------------------------------------- FFT plans ----
+
+// cuFFT plans for the FFT path (double precision for both value types).
+// Creating plans allocates (host and device memory for cuFFT's own tables),
+// so it is done by Prepare, outside the launcher; the launcher finds the
+// plans it needs here or fails with FAILED_PRECONDITION. Work areas come
+// from the batch's scratch (auto-allocation is off). Not thread-safe: one
+// object per stream.
+class EnumerateFftPlans {
+ public:
+  static absl::StatusOr<std::unique_ptr<EnumerateFftPlans>> Create();
+  ~EnumerateFftPlans();
+  EnumerateFftPlans(const EnumerateFftPlans&) = delete;
+  EnumerateFftPlans& operator=(const EnumerateFftPlans&) = delete;
+
+  // Creates the plans the batch's FFT launches use (no-op for none).
+  template <typename T>
+  absl::Status Prepare(const EnumerateBatch<T>& batch);
+
+  // Internal: executes forward (real to complex) or inverse transforms of
+  // `count` signals of length n, chained over power-of-two sub-batches.
+  absl::Status Forward(int64_t n, int64_t count, double* real, void* complex,
+                       void* work, cudaStream_t stream);
+  absl::Status Inverse(int64_t n, int64_t count, void* complex, double* real,
+                       void* work, cudaStream_t stream);
+
+  // Upper bound of cuFFT's work area for `count` transforms of length n
+  // (either direction), in bytes.
+  static absl::StatusOr<size_t> WorkBytes(int64_t n, int64_t count);
+
+ private:
+  EnumerateFftPlans() = default;
+  absl::Status Ensure(int64_t n, int64_t count, bool inverse);
+  // (n, batch, inverse) -> cufftHandle
+  std::map<std::tuple<int64_t, int64_t, bool>, int> plans_;
+};
+
+// ---------------------------------------------------------- launch ----
+
+// Enqueues the batch on `stream`: zeroes the status words, then the fold
+// steps' kernels in order (and the FFT path's transforms). `fft` is needed
+// only when the batch has FFT problems (Prepare()d for it). Errors are
+// launch errors and missing or short scratch; per-problem results arrive in
+// the status words.
+template <typename T>
+absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
+                             cudaStream_t stream,
+                             EnumerateFftPlans* fft = nullptr);
+
+// ---------------------------------------------------------- packing ----
+
+template <typename T>
+class EnumerateBatchBuilder {
+ public:
+  explicit EnumerateBatchBuilder(const EnumerateOptions& options = {})
+      : options_(options) {}
+
+  // Validates the problem as EnumerateCpu does (InvalidArgument naming the
+  // field) and adds it; returns its index in the batch.
+  absl::StatusOr<int> Add(absl::Span<const PmfTerm<T>> terms, ProbSpace in,
+                          ProbSpace out);
+
+  // Plans the launches. Add() is refused afterwards.
+  absl::Status Finish();
+
+  const std::vector<EnumerateProblem>& problems() const { return problems_; }
+  int64_t total_out() const { return total_out_; }
+  // The direct-kernel pairs (products) of the batch: its arithmetic work.
+  int64_t pair_count() const { return pairs_; }
+
+  // After Finish():
+  size_t ArenaBytes() const { return layout_.end; }
+  void PackInto(void* host_arena) const;
+  // Device scratch the launch needs, in bytes (a multiple of 256).
+  size_t ScratchBytes() const { return scratch_bytes_; }
+  EnumerateBatch<T> View(const void* device_arena, T* out, uint32_t* status,
+                         void* scratch, size_t scratch_bytes) const;
+
+  // Human-readable launch list (for benchmarks' logs).
+  std::string DescribeLaunches() const;
+
+ private:
+  struct Layout {
+    size_t values = 0, steps = 0, tasks = 0, fft_signals = 0, fft_problems = 0,
+           end = 0;
+  };
+  struct Term {
+    int64_t values;
+    int32_t length;
+  };
+  struct Pending {
+    int32_t first_term;
+    int32_t num_terms;
+  };
+
+  absl::Status PlanFft(int64_t* scratch_doubles);
+  void PlanDirect(int64_t* scratch_doubles);
+
+  EnumerateOptions options_;
+  bool finished_ = false;
+  std::vector<EnumerateProblem> problems_;
+  std::vector<Pending> pending_;
+  std::vector<Term> terms_;
+  std::vector<T> values_;
+  std::vector<enumerate_internal::StepProblem> steps_;
+  std::vector<enumerate_internal::Task> tasks_;
+  std::vector<enumerate_internal::FftSignal> fft_signals_;
+  std::vector<enumerate_internal::FftProblem> fft_problems_;
+  std::vector<enumerate_internal::Launch> launches_;
+  Layout layout_;
+  size_t scratch_bytes_ = 0;
+  size_t fft_work_at_ = 0;
+  int64_t total_out_ = 0;
+  int64_t pairs_ = 0;
+};
+
+extern template class EnumerateBatchBuilder<float>;
+extern template class EnumerateBatchBuilder<double>;
+extern template absl::Status LaunchEnumerate<float>(
+    const EnumerateBatch<float>&, cudaStream_t, EnumerateFftPlans*);
+extern template absl::Status LaunchEnumerate<double>(
+    const EnumerateBatch<double>&, cudaStream_t, EnumerateFftPlans*);
+extern template absl::Status EnumerateFftPlans::Prepare<float>(
+    const EnumerateBatch<float>&);
+extern template absl::Status EnumerateFftPlans::Prepare<double>(
+    const EnumerateBatch<double>&);
+
+}  // namespace sampler::kernels::cuda
+
+#endif  // SAMPLER_KERNELS_CUDA_ENUMERATE_H_

@@ -1,0 +1,826 @@
+// GPU enumeration (kernels/enumerate.cu) against its CPU twin EnumerateCpu
+// and a long double reference, on fresh random segmented batches (the seed
+// is printed with every failure): lengths 1 to 2048 (multiples of 32 and
+// not), 1 to 8 terms, offsets of both signs, linear and log input and output,
+// float and double, every direct-kernel configuration, the FFT path.
+// Outputs are poisoned before each launch (NaN bytes, plus guard elements
+// past the batch's end), so unwritten or stray elements show up; runs are
+// repeated to check that the bits do not change.
+//
+// Tolerances (per element, relative, where the reference is not zero;
+// exactly zero or -inf where it is):
+//   linear path: float 1e-6, double 1e-12 (enumerate.cu proves 9.5e-7 for
+//     float; double stays near 1e-14 for these sizes);
+//   log path: the CPU test's bound for its double internals, with the GPU's
+//     plain (uncompensated) sum of up to J exps per output added: 8 * terms *
+//     (L + 4 + J) * 2^-53, L the sum of the terms' log magnitudes, plus the
+//     rounding to T of the result;
+//   FFT path: absolute, 1e-13 of the result's total plus the rounding to T.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/enumerate.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace sampler::kernels::cuda {
+namespace {
+
+using LD = long double;
+constexpr LD kLdInf = std::numeric_limits<LD>::infinity();
+constexpr int kGuard = 64;  // poisoned elements past the batch's output
+
+template <typename T>
+struct TermData {
+  int64_t offset = 0;
+  std::vector<T> values;
+};
+
+template <typename T>
+struct Problem {
+  std::vector<TermData<T>> terms;
+  ProbSpace in = ProbSpace::kLinear;
+  ProbSpace out = ProbSpace::kLinear;
+};
+
+template <typename T>
+std::vector<PmfTerm<T>> Terms(const Problem<T>& p) {
+  std::vector<PmfTerm<T>> terms;
+  for (const TermData<T>& d : p.terms) terms.push_back({d.offset, d.values});
+  return terms;
+}
+
+template <typename T>
+std::string Describe(const Problem<T>& p) {
+  std::string s =
+      absl::StrCat("in ", p.in == ProbSpace::kLog ? "log" : "lin", " out ",
+                   p.out == ProbSpace::kLog ? "log" : "lin", " lengths");
+  for (const TermData<T>& t : p.terms)
+    absl::StrAppend(&s, " ", t.values.size());
+  return s;
+}
+
+template <typename T>
+int64_t PairCount(const Problem<T>& p) {
+  const std::vector<PmfTerm<T>> terms = Terms(p);
+  return EnumeratePairCount<T>(terms);
+}
+
+// ------------------------------------------------------ references ----
+
+struct RefPmf {
+  int64_t offset = 0;
+  std::vector<LD> values;  // linear probabilities
+};
+
+template <typename T>
+std::vector<LD> LdProbs(const TermData<T>& t, ProbSpace in) {
+  std::vector<LD> v;
+  for (T x : t.values) {
+    v.push_back(in == ProbSpace::kLog ? std::exp(static_cast<LD>(x))
+                                      : static_cast<LD>(x));
+  }
+  return v;
+}
+
+// r[i + j] += a[i] * b[j], folded left to right, in long double.
+template <typename T>
+RefPmf ReferenceLinear(const Problem<T>& p) {
+  RefPmf r{p.terms[0].offset, LdProbs(p.terms[0], p.in)};
+  for (size_t t = 1; t < p.terms.size(); ++t) {
+    const std::vector<LD> b = LdProbs(p.terms[t], p.in);
+    std::vector<LD> next(r.values.size() + b.size() - 1, 0.0L);
+    for (size_t i = 0; i < r.values.size(); ++i) {
+      const LD a = r.values[i];
+      if (a == 0) continue;
+      for (size_t j = 0; j < b.size(); ++j) next[i + j] += a * b[j];
+    }
+    r.values = std::move(next);
+    r.offset += p.terms[t].offset;
+  }
+  return r;
+}
+
+// Log-space reference (values are log-probabilities, result too).
+template <typename T>
+RefPmf ReferenceLog(const Problem<T>& p) {
+  auto to_ld = [](const std::vector<T>& v) {
+    return std::vector<LD>(v.begin(), v.end());
+  };
+  RefPmf r{p.terms[0].offset, to_ld(p.terms[0].values)};
+  for (size_t t = 1; t < p.terms.size(); ++t) {
+    const std::vector<LD> b = to_ld(p.terms[t].values);
+    const size_t m = r.values.size(), n = b.size();
+    std::vector<LD> next(m + n - 1);
+    for (size_t k = 0; k < m + n - 1; ++k) {
+      LD max = -kLdInf;
+      for (size_t i = 0; i < m; ++i) {
+        if (k >= i && k - i < n) max = std::max(max, r.values[i] + b[k - i]);
+      }
+      if (max == -kLdInf) {
+        next[k] = -kLdInf;
+        continue;
+      }
+      LD sum = 0;
+      for (size_t i = 0; i < m; ++i) {
+        if (k >= i && k - i < n) sum += std::exp(r.values[i] + b[k - i] - max);
+      }
+      next[k] = max + std::log(sum);
+    }
+    r.values = std::move(next);
+    r.offset += p.terms[t].offset;
+  }
+  return r;
+}
+
+template <typename T>
+constexpr double Eps() {
+  return std::numeric_limits<T>::epsilon();
+}
+
+template <typename T>
+constexpr double LinearTolerance() {
+  return sizeof(T) == sizeof(float) ? 1e-6 : 1e-12;
+}
+
+// Sum of the terms' largest |log value| plus log of their lengths.
+template <typename T>
+double LogMagnitudeBound(const Problem<T>& p) {
+  double s = 0;
+  for (const TermData<T>& t : p.terms) {
+    double m = 0;
+    for (T x : t.values) {
+      const double l = p.in == ProbSpace::kLog
+                           ? static_cast<double>(x)
+                           : std::log(static_cast<double>(x));
+      if (std::isfinite(l)) m = std::max(m, std::abs(l));
+    }
+    s += m + std::log(static_cast<double>(t.values.size()));
+  }
+  return s;
+}
+
+template <typename T>
+bool LogPath(const Problem<T>& p) {
+  return p.in == ProbSpace::kLog || p.out == ProbSpace::kLog;
+}
+
+// The tolerance of element k of the direct path (relative, in probability).
+template <typename T>
+double DirectTolerance(const Problem<T>& p, LD ref) {
+  if (!LogPath(p)) return LinearTolerance<T>();
+  size_t longest = 0;
+  for (const TermData<T>& t : p.terms) {
+    longest = std::max(longest, t.values.size());
+  }
+  const double internal =
+      8.0 * p.terms.size() * (LogMagnitudeBound(p) + 4 + longest) * 0x1p-53;
+  const double rounding =
+      p.out == ProbSpace::kLog
+          ? Eps<T>() * (1 + std::abs(std::log(static_cast<double>(ref))))
+          : Eps<T>();
+  return internal + rounding;
+}
+
+// Compares a result (converted to linear long double) with the reference:
+// exact zeros where the reference is zero, otherwise |g - r| <= tol(k, r).
+// Returns the worst ratio error / tolerance.
+template <typename T, typename Tol>
+double CheckClose(absl::Span<const T> got, ProbSpace out, const RefPmf& ref,
+                  Tol tol, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(got.size(), ref.values.size());
+  if (got.size() != ref.values.size()) return 1e300;
+  double worst = 0;
+  size_t worst_k = 0;
+  int zero_mismatches = 0;
+  for (size_t k = 0; k < ref.values.size(); ++k) {
+    const LD g = out == ProbSpace::kLog ? std::exp(static_cast<LD>(got[k]))
+                                        : static_cast<LD>(got[k]);
+    const LD r = ref.values[k];
+    if (r == 0) {
+      const bool exact = out == ProbSpace::kLog
+                             ? got[k] == -std::numeric_limits<T>::infinity()
+                             : got[k] == T{0} && !std::signbit(got[k]);
+      if (!exact) ++zero_mismatches;
+      continue;
+    }
+    const double ratio = static_cast<double>(std::abs(g - r)) / tol(k, r);
+    if (!(ratio <= worst)) {  // NaN counts as worst
+      worst = ratio;
+      worst_k = k;
+    }
+  }
+  EXPECT_EQ(zero_mismatches, 0) << "not exactly zero where the reference is";
+  EXPECT_LE(worst, 1.0) << "element " << worst_k << " of " << got.size()
+                        << ": got " << got[worst_k] << ", reference "
+                        << static_cast<double>(ref.values[worst_k])
+                        << ", tolerance " << tol(worst_k, ref.values[worst_k]);
+  return worst;
+}
+
+// ------------------------------------------------------- running ----
+
+template <typename T>
+struct GpuResult {
+  std::vector<std::vector<T>> values;  // per problem
+  std::vector<int64_t> offsets;
+  std::vector<uint32_t> status;
+  std::vector<T> raw;  // the whole output with guards, as copied back
+  std::string launches;
+};
+
+// Builds, uploads, launches and copies back one batch; checks that every
+// output element was written and the guards were not.
+template <typename T>
+absl::StatusOr<GpuResult<T>> RunOnGpu(const std::vector<Problem<T>>& batch,
+                                      const EnumerateOptions& options,
+                                      EnumerateFftPlans* fft = nullptr,
+                                      int repeats = 1) {
+  EnumerateBatchBuilder<T> b(options);
+  for (const Problem<T>& p : batch) {
+    const std::vector<PmfTerm<T>> terms = Terms(p);
+    absl::StatusOr<int> added = b.Add(terms, p.in, p.out);
+    if (!added.ok()) return added.status();
+  }
+  if (absl::Status s = b.Finish(); !s.ok()) return s;
+  absl::StatusOr<Stream> stream = Stream::Create();
+  if (!stream.ok()) return stream.status();
+  std::vector<unsigned char> host_arena(b.ArenaBytes());
+  b.PackInto(host_arena.data());
+  const size_t out_count = static_cast<size_t>(b.total_out()) + kGuard;
+  absl::StatusOr<DeviceBuffer> arena =
+      DeviceBuffer::Create(host_arena.size(), stream->get());
+  absl::StatusOr<DeviceBuffer> out =
+      DeviceBuffer::Create(out_count * sizeof(T), stream->get());
+  absl::StatusOr<DeviceBuffer> status =
+      DeviceBuffer::Create(batch.size() * sizeof(uint32_t), stream->get());
+  absl::StatusOr<DeviceBuffer> scratch =
+      DeviceBuffer::Create(b.ScratchBytes(), stream->get());
+  for (auto* buf : {&arena, &out, &status, &scratch}) {
+    if (!buf->ok()) return buf->status();
+  }
+  SAMPLER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(arena->data(), host_arena.data(), host_arena.size(),
+                      cudaMemcpyHostToDevice, stream->get()));
+  const EnumerateBatch<T> view = b.View(arena->data(), out->template as<T>(),
+                                        status->template as<uint32_t>(),
+                                        scratch->data(), b.ScratchBytes());
+  if (fft != nullptr) {
+    if (absl::Status s = fft->Prepare(view); !s.ok()) return s;
+  }
+  GpuResult<T> r;
+  r.launches = b.DescribeLaunches();
+  for (int rep = 0; rep < repeats; ++rep) {
+    // Poison: NaN bytes everywhere, also in scratch.
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+        out->data(), 0xFF, out_count * sizeof(T), stream->get()));
+    if (b.ScratchBytes() > 0) {
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+          scratch->data(), 0xFF, b.ScratchBytes(), stream->get()));
+    }
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+        status->data(), 0xFF, batch.size() * sizeof(uint32_t), stream->get()));
+    if (absl::Status s = LaunchEnumerate(view, stream->get(), fft); !s.ok()) {
+      return s;
+    }
+    std::vector<T> raw(out_count);
+    SAMPLER_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(raw.data(), out->data(), out_count * sizeof(T),
+                        cudaMemcpyDeviceToHost, stream->get()));
+    r.status.assign(batch.size(), 0);
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+        r.status.data(), status->data(), batch.size() * sizeof(uint32_t),
+        cudaMemcpyDeviceToHost, stream->get()));
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream->get()));
+    if (rep > 0 &&
+        std::memcmp(raw.data(), r.raw.data(), out_count * sizeof(T)) != 0) {
+      return absl::InternalError(
+          absl::StrCat("run ", rep, " gave different bits from run 0"));
+    }
+    r.raw = std::move(raw);
+  }
+  // Guards untouched (still the poison's bytes).
+  for (int g = 0; g < kGuard; ++g) {
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &r.raw[b.total_out() + g], sizeof(T));
+    for (unsigned char c : bytes) {
+      if (c != 0xFF) return absl::InternalError("a guard element was written");
+    }
+  }
+  for (size_t p = 0; p < batch.size(); ++p) {
+    const EnumerateProblem& prob = b.problems()[p];
+    r.values.emplace_back(r.raw.begin() + prob.out_begin,
+                          r.raw.begin() + prob.out_begin + prob.out_length);
+    r.offsets.push_back(prob.support_offset);
+  }
+  return r;
+}
+
+// ------------------------------------------------------- inputs ----
+
+double Uniform(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1p-53;
+}
+int64_t UniformInt(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+}
+
+// Probabilities in [0.05, 1), normalised or times `scale`: bounded away from
+// zero so that no result comes near float's subnormals.
+template <typename T>
+TermData<T> RandomTerm(std::mt19937_64& rng, int len, bool normalise,
+                       double scale, ProbSpace in) {
+  TermData<T> t;
+  t.offset = UniformInt(rng, -100000, 100000);
+  std::vector<double> v(len);
+  double total = 0;
+  for (double& x : v) {
+    x = 0.05 + 0.95 * Uniform(rng);
+    total += x;
+  }
+  for (double x : v) {
+    const T p = static_cast<T>(normalise ? x / total : x * scale);
+    t.values.push_back(in == ProbSpace::kLog ? std::log(p) : p);
+  }
+  return t;
+}
+
+// Interesting lengths: around multiples of 32 and of the tiles.
+constexpr int kLengths[] = {
+    1,   2,   3,   5,   31,  32,  33,  63,  64,  65,   96,   97,   100,  127,
+    240, 255, 256, 257, 480, 511, 512, 513, 999, 1023, 1024, 1025, 2047, 2048};
+
+int RandomLength(std::mt19937_64& rng) {
+  if (rng() % 3 == 0) return static_cast<int>(UniformInt(rng, 1, 2048));
+  return kLengths[rng() % (sizeof(kLengths) / sizeof(kLengths[0]))];
+}
+
+// A random problem of 1 to max_terms terms within `budget` pairs (the CPU
+// references are what costs).
+template <typename T>
+Problem<T> RandomProblem(std::mt19937_64& rng, int max_terms, int64_t budget,
+                         ProbSpace in, ProbSpace out) {
+  Problem<T> p;
+  p.in = in;
+  p.out = out;
+  const int nterms = static_cast<int>(UniformInt(rng, 1, max_terms));
+  const bool normalise = rng() % 2 == 0;
+  for (int t = 0; t < nterms; ++t) {
+    int len = RandomLength(rng);
+    p.terms.push_back(
+        RandomTerm<T>(rng, len, normalise, 0.5 + 1.5 * Uniform(rng), in));
+    while (p.terms.size() > 1 && PairCount(p) > budget && len > 1) {
+      len = std::max(1, len / 2);
+      p.terms.back() =
+          RandomTerm<T>(rng, len, normalise, 0.5 + 1.5 * Uniform(rng), in);
+    }
+  }
+  return p;
+}
+
+// --------------------------------------------------------- tests ----
+
+template <typename T>
+class EnumerateGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+  }
+  std::string Trace() const {
+    return absl::StrCat("test seed ", seed_,
+                        " (std::random_device; rerun with it to reproduce)");
+  }
+
+  // Checks every problem of a batch against the long double reference (with
+  // the direct path's tolerances) and against EnumerateCpu (within the sum
+  // of both sides' tolerances); returns the worst ratio to the tolerance.
+  double CheckBatch(const std::vector<Problem<T>>& batch,
+                    const GpuResult<T>& got, const std::string& what) {
+    double worst = 0;
+    for (size_t p = 0; p < batch.size(); ++p) {
+      const Problem<T>& prob = batch[p];
+      const std::string name = absl::StrCat(what, " problem ", p, " (",
+                                            Describe(prob), ") ", Trace());
+      EXPECT_EQ(got.status[p], 0u) << name;
+      const RefPmf ref = ReferenceLinear(prob);
+      EXPECT_EQ(got.offsets[p], ref.offset) << name;
+      worst = std::max(worst, CheckClose<T>(
+                                  got.values[p], prob.out, ref,
+                                  [&](size_t, LD r) {
+                                    return DirectTolerance(prob, r) *
+                                           static_cast<double>(r);
+                                  },
+                                  name + " vs long double"));
+      const std::vector<PmfTerm<T>> terms = Terms(prob);
+      absl::StatusOr<Pmf<T>> cpu = EnumerateCpu<T>(terms, prob.in, prob.out);
+      EXPECT_TRUE(cpu.ok()) << cpu.status();
+      if (!cpu.ok()) continue;
+      EXPECT_EQ(cpu->offset, got.offsets[p]) << name;
+      RefPmf cpu_ref{cpu->offset, {}};
+      for (T v : cpu->values) {
+        cpu_ref.values.push_back(prob.out == ProbSpace::kLog
+                                     ? std::exp(static_cast<LD>(v))
+                                     : static_cast<LD>(v));
+      }
+      CheckClose<T>(
+          got.values[p], prob.out, cpu_ref,
+          [&](size_t, LD r) {
+            return 2 * DirectTolerance(prob, r) * static_cast<double>(r);
+          },
+          name + " vs EnumerateCpu");
+    }
+    return worst;
+  }
+
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+using Types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(EnumerateGpuTest, Types);
+
+// Linear in and out, the automatic kernel choice: segmented batches mixing
+// 1 to 8 terms and lengths 1 to 2048.
+TYPED_TEST(EnumerateGpuTest, LinearMixedBatchesMatchReference) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  double worst = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Problem<T>> batch;
+    int64_t pairs = 0;
+    while (pairs < 12'000'000) {
+      batch.push_back(RandomProblem<T>(this->rng_, 8, 3'000'000,
+                                       ProbSpace::kLinear, ProbSpace::kLinear));
+      pairs += PairCount(batch.back()) + 1;
+    }
+    absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {}, nullptr, 2);
+    ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+    worst = std::max(
+        worst, this->CheckBatch(batch, *got, absl::StrCat("round ", round)));
+  }
+  std::cout << "worst error / tolerance (linear, auto): " << worst << "\n";
+}
+
+// A small batch of everything (all configurations, both spaces, one to
+// four terms): quick enough for compute-sanitizer's memcheck and racecheck.
+TYPED_TEST(EnumerateGpuTest, SanitizerSmoke) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const ProbSpace kSpaces[] = {ProbSpace::kLinear, ProbSpace::kLog};
+  std::vector<Problem<T>> batch;
+  for (int i = 0; i < 10; ++i) {
+    Problem<T> p;
+    p.in = kSpaces[this->rng_() % 2];
+    p.out = kSpaces[this->rng_() % 2];
+    const int nterms = static_cast<int>(UniformInt(this->rng_, 1, 4));
+    for (int t = 0; t < nterms; ++t) {
+      p.terms.push_back(RandomTerm<T>(
+          this->rng_, static_cast<int>(UniformInt(this->rng_, 1, 300)), true, 1,
+          p.in));
+    }
+    batch.push_back(std::move(p));
+  }
+  const int configs = static_cast<int>(EnumerateDirectConfigs().size());
+  for (int c = -1; c < configs; ++c) {
+    EnumerateOptions options;
+    if (c >= 0) {
+      options.method = EnumerateMethod::kDirect;
+      options.direct_config = c;
+    }
+    absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, options);
+    ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+    this->CheckBatch(batch, *got, absl::StrCat("smoke config ", c));
+  }
+}
+
+// Every direct configuration, forced, on a mixed batch (small problems,
+// tiles of every size, partial tiles, several chunks per tile).
+TYPED_TEST(EnumerateGpuTest, EveryDirectConfigMatchesReference) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const auto configs = EnumerateDirectConfigs();
+  for (size_t c = 0; c < configs.size(); ++c) {
+    std::vector<Problem<T>> batch;
+    int64_t pairs = 0;
+    while (pairs < 3'000'000) {
+      batch.push_back(RandomProblem<T>(this->rng_, 4, 1'500'000,
+                                       ProbSpace::kLinear, ProbSpace::kLinear));
+      pairs += PairCount(batch.back()) + 1;
+    }
+    // Always some long ones: several chunks per tile.
+    Problem<T> longp;
+    longp.terms = {
+        RandomTerm<T>(this->rng_, 2048, true, 1, ProbSpace::kLinear),
+        RandomTerm<T>(this->rng_, 1500, true, 1, ProbSpace::kLinear)};
+    batch.push_back(longp);
+    EnumerateOptions options;
+    options.method = EnumerateMethod::kDirect;
+    options.direct_config = static_cast<int>(c);
+    absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, options, nullptr, 2);
+    ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+    const double worst =
+        this->CheckBatch(batch, *got, absl::StrCat("config ", configs[c].name));
+    std::cout << "config " << configs[c].name << ": worst error / tolerance "
+              << worst << "\n";
+  }
+}
+
+// Log input, output or both, mixed with linear problems in one batch.
+TYPED_TEST(EnumerateGpuTest, LogSpaceMixedBatchesMatchReference) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const ProbSpace kSpaces[] = {ProbSpace::kLinear, ProbSpace::kLog};
+  std::vector<Problem<T>> batch;
+  int64_t pairs = 0;
+  while (pairs < 4'000'000) {
+    const ProbSpace in = kSpaces[this->rng_() % 2];
+    const ProbSpace out = kSpaces[this->rng_() % 2];
+    batch.push_back(RandomProblem<T>(this->rng_, 8, 600'000, in, out));
+    pairs += PairCount(batch.back()) + 1;
+  }
+  absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {}, nullptr, 2);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+  const double worst = this->CheckBatch(batch, *got, "log mix");
+  std::cout << "worst error / tolerance (log mix): " << worst << "\n";
+}
+
+// Log-probabilities around -200 with interior -inf: the result (near
+// exp(-1600)) underflows every linear type; the log result matches a long
+// double log-space reference.
+TYPED_TEST(EnumerateGpuTest, LogSpaceWhereLinearUnderflows) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  std::vector<Problem<T>> batch;
+  for (int rep = 0; rep < 6; ++rep) {
+    Problem<T> p;
+    p.in = ProbSpace::kLog;
+    p.out = ProbSpace::kLog;
+    for (int len : {33, 1, 2, 31, 32, 100, 7, 64}) {
+      TermData<T> t;
+      t.offset = UniformInt(this->rng_, -50, 50);
+      for (int i = 0; i < len; ++i) {
+        const bool zero = len > 2 && i % 5 == 3 && i != len - 1;
+        t.values.push_back(
+            zero ? -std::numeric_limits<T>::infinity()
+                 : static_cast<T>(-200 + 10 * Uniform(this->rng_) - 5));
+      }
+      p.terms.push_back(std::move(t));
+    }
+    batch.push_back(std::move(p));
+  }
+  absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {}, nullptr, 2);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+  for (size_t p = 0; p < batch.size(); ++p) {
+    const RefPmf ref = ReferenceLog(batch[p]);
+    ASSERT_EQ(got->values[p].size(), ref.values.size());
+    const double bound = LogMagnitudeBound(batch[p]);
+    for (size_t k = 0; k < ref.values.size(); ++k) {
+      const LD r = ref.values[k];
+      ASSERT_TRUE(std::isfinite(static_cast<double>(r)));
+      const double tol = 8.0 * 8 * (bound + 4 + 100) * 0x1p-53 +
+                         Eps<T>() * (1 + std::abs(static_cast<double>(r)));
+      EXPECT_NEAR(static_cast<double>(got->values[p][k]),
+                  static_cast<double>(r), tol)
+          << "problem " << p << " element " << k << " " << this->Trace();
+    }
+  }
+}
+
+// Zero probabilities give exactly zero (or -inf) where no pair has non-zero
+// probability, in all four space combinations and across configurations.
+TYPED_TEST(EnumerateGpuTest, ExactZeros) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const ProbSpace kSpaces[] = {ProbSpace::kLinear, ProbSpace::kLog};
+  std::vector<Problem<T>> batch;
+  for (ProbSpace in : kSpaces) {
+    for (ProbSpace out : kSpaces) {
+      for (int lens : {0, 1, 2}) {
+        Problem<T> p;
+        p.in = in;
+        p.out = out;
+        const std::vector<int> lengths =
+            lens == 0   ? std::vector<int>{31, 64, 100, 7}
+            : lens == 1 ? std::vector<int>{700, 1300}
+                        : std::vector<int>{3, 2048, 5};
+        for (int len : lengths) {
+          TermData<T> t =
+              RandomTerm<T>(this->rng_, len, true, 1, ProbSpace::kLinear);
+          for (int i = 0; i < len; ++i) {
+            if (i % 3 != 0) t.values[i] = 0;
+            if (in == ProbSpace::kLog) t.values[i] = std::log(t.values[i]);
+          }
+          p.terms.push_back(std::move(t));
+        }
+        batch.push_back(std::move(p));
+      }
+      // A term with no mass at all.
+      Problem<T> none;
+      none.in = in;
+      none.out = out;
+      none.terms = {
+          RandomTerm<T>(this->rng_, 33, true, 1, in),
+          {7, std::vector<T>(3, in == ProbSpace::kLog
+                                    ? -std::numeric_limits<T>::infinity()
+                                    : T{0})}};
+      batch.push_back(std::move(none));
+    }
+  }
+  for (int c : {-1, 0, 2, 5, 9, 12}) {
+    EnumerateOptions options;
+    if (c >= 0) {
+      options.method = EnumerateMethod::kDirect;
+      options.direct_config = c;
+    }
+    absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, options);
+    ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+    this->CheckBatch(batch, *got, absl::StrCat("zeros config ", c));
+  }
+}
+
+// Hand-checked: offsets add, values exact in binary, one-term problems copy
+// (and convert between spaces).
+TYPED_TEST(EnumerateGpuTest, SmallExactCasesWithOffsets) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  std::vector<Problem<T>> batch(3);
+  batch[0].terms = {{-3, {0.5, 0.5}}, {10, {0.25, 0.75}}, {-100, {1}}};
+  batch[1].terms = {{42, {0.125, 0.0, 0.875}}};
+  batch[2].terms = {{-7, {0.5, 0.25}}};
+  batch[2].out = ProbSpace::kLog;
+  absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->offsets[0], -93);
+  EXPECT_EQ(got->values[0], (std::vector<T>{0.125, 0.5, 0.375}));
+  EXPECT_EQ(got->offsets[1], 42);
+  EXPECT_EQ(got->values[1], (std::vector<T>{0.125, 0.0, 0.875}));
+  EXPECT_EQ(got->offsets[2], -7);
+  // log on the GPU and on the host may differ in the last bit of double.
+  ASSERT_EQ(got->values[2].size(), 2u);
+  EXPECT_NEAR(got->values[2][0], std::log(0.5), 2 * Eps<T>());
+  EXPECT_NEAR(got->values[2][1], std::log(0.25), 4 * Eps<T>());
+}
+
+// Identical input, identical bits: all spaces, multi-term, every launch
+// kind, across separate builds and launches of the same batch.
+TYPED_TEST(EnumerateGpuTest, DeterministicAcrossRuns) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const ProbSpace kSpaces[] = {ProbSpace::kLinear, ProbSpace::kLog};
+  std::vector<Problem<T>> batch;
+  for (int i = 0; i < 40; ++i) {
+    batch.push_back(RandomProblem<T>(this->rng_, 6, 2'000'000,
+                                     kSpaces[this->rng_() % 2],
+                                     kSpaces[this->rng_() % 2]));
+  }
+  absl::StatusOr<GpuResult<T>> a = RunOnGpu(batch, {}, nullptr, 3);
+  ASSERT_TRUE(a.ok()) << a.status() << " " << this->Trace();
+  absl::StatusOr<GpuResult<T>> b = RunOnGpu(batch, {}, nullptr, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(a->raw.size(), b->raw.size());
+  EXPECT_EQ(
+      std::memcmp(a->raw.data(), b->raw.data(), a->raw.size() * sizeof(T)), 0)
+      << this->Trace();
+  // A problem's bits do not depend on the rest of its batch.
+  std::vector<Problem<T>> alone = {batch[7]};
+  absl::StatusOr<GpuResult<T>> c = RunOnGpu(alone, {}, nullptr, 1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->values[0].size(), a->values[7].size());
+  EXPECT_EQ(std::memcmp(c->values[0].data(), a->values[7].data(),
+                        c->values[0].size() * sizeof(T)),
+            0)
+      << this->Trace();
+}
+
+// Results that do not fit are flagged (the caller recomputes them on the
+// CPU, whose answer is then EnumerateCpu's); the rest of the batch is fine.
+TYPED_TEST(EnumerateGpuTest, NonFiniteResultsAreFlagged) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const T big = std::numeric_limits<T>::max() / 4;
+  const T huge = std::numeric_limits<T>::max() * T{0.75};
+  std::vector<Problem<T>> batch(4);
+  batch[0].terms = {{0, {big, 1}}, {0, {big}}};  // overflows T
+  batch[1].terms = {{0, {0.5, 0.5}}, {0, {0.25, 0.75}}};
+  batch[2].terms = {{0, {huge}}, {0, {huge}}};  // log result overflows
+  batch[2].in = ProbSpace::kLog;
+  batch[2].out = ProbSpace::kLog;
+  batch[3].terms = {{0, {big, 1}}, {0, {big}}};  // fine in log space
+  batch[3].out = ProbSpace::kLog;
+  absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status[0], kEnumerateStatusNonFinite);
+  EXPECT_EQ(got->status[1], 0u);
+  EXPECT_EQ(got->status[2], kEnumerateStatusNonFinite);
+  EXPECT_EQ(got->status[3], 0u);
+  EXPECT_NEAR(got->values[3][0], 2 * std::log(static_cast<double>(big)),
+              1e-6 * got->values[3][0]);
+  // The CPU backend's answer for the flagged ones is an error.
+  for (int p : {0, 2}) {
+    const std::vector<PmfTerm<T>> terms = Terms(batch[p]);
+    EXPECT_FALSE(EnumerateCpu<T>(terms, batch[p].in, batch[p].out).ok());
+  }
+}
+
+// The FFT path: linear problems, absolute error against the reference.
+TYPED_TEST(EnumerateGpuTest, FftPathMatchesReferenceAbsolutely) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  absl::StatusOr<std::unique_ptr<EnumerateFftPlans>> plans =
+      EnumerateFftPlans::Create();
+  if (!plans.ok()) GTEST_SKIP() << plans.status();
+  std::vector<Problem<T>> batch;
+  for (int i = 0; i < 12; ++i) {
+    Problem<T> p;
+    const int nterms = static_cast<int>(UniformInt(this->rng_, 2, 3));
+    for (int t = 0; t < nterms; ++t) {
+      p.terms.push_back(RandomTerm<T>(this->rng_, RandomLength(this->rng_),
+                                      true, 1, ProbSpace::kLinear));
+    }
+    batch.push_back(std::move(p));
+  }
+  // One log problem in the batch still goes to the direct kernel.
+  batch.push_back(RandomProblem<T>(this->rng_, 3, 100'000, ProbSpace::kLog,
+                                   ProbSpace::kLog));
+  EnumerateOptions options;
+  options.method = EnumerateMethod::kFft;
+  absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, options, plans->get(), 2);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+  double worst_abs = 0, worst_rel_large = 0;
+  for (size_t p = 0; p + 1 < batch.size(); ++p) {
+    const RefPmf ref = ReferenceLinear(batch[p]);
+    LD total = 0, top = 0;
+    for (LD v : ref.values) {
+      total += v;
+      top = std::max(top, v);
+    }
+    ASSERT_EQ(got->values[p].size(), ref.values.size());
+    for (size_t k = 0; k < ref.values.size(); ++k) {
+      const double err = static_cast<double>(
+          std::abs(static_cast<LD>(got->values[p][k]) - ref.values[k]));
+      const double tol = 1e-13 * static_cast<double>(total) +
+                         Eps<T>() * static_cast<double>(ref.values[k]);
+      EXPECT_LE(err, tol) << "problem " << p << " (" << Describe(batch[p])
+                          << ") element " << k << " " << this->Trace();
+      worst_abs = std::max(worst_abs, err / static_cast<double>(total));
+      if (ref.values[k] >= 1e-3L * top) {
+        worst_rel_large =
+            std::max(worst_rel_large, err / static_cast<double>(ref.values[k]));
+      }
+    }
+  }
+  const size_t last = batch.size() - 1;
+  GpuResult<T> log_part;
+  log_part.values = {got->values[last]};
+  log_part.offsets = {got->offsets[last]};
+  log_part.status = {got->status[last]};
+  this->CheckBatch({batch[last]}, log_part, "log problem beside FFT");
+  std::cout << "FFT: worst |error| / total " << worst_abs
+            << ", worst relative error of elements >= 1e-3 max "
+            << worst_rel_large << "\n";
+}
+
+// Host-side contract: validation as on the CPU, scratch checks, Add after
+// Finish refused.
+TYPED_TEST(EnumerateGpuTest, BuilderContract) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  EnumerateBatchBuilder<T> b;
+  const std::vector<T> bad = {0.5, std::numeric_limits<T>::quiet_NaN()};
+  const std::vector<PmfTerm<T>> terms = {{0, bad}};
+  absl::StatusOr<int> added =
+      b.Add(terms, ProbSpace::kLinear, ProbSpace::kLinear);
+  EXPECT_EQ(added.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(added.status(), ValidateEnumerate<T>(terms, ProbSpace::kLinear));
+  const std::vector<T> a = {0.5, 0.5}, c = {0.25, 0.75}, d = {1};
+  const std::vector<PmfTerm<T>> three = {{0, a}, {0, c}, {0, d}};
+  ASSERT_TRUE(b.Add(three, ProbSpace::kLinear, ProbSpace::kLinear).ok());
+  ASSERT_TRUE(b.Finish().ok());
+  EXPECT_FALSE(b.Add(three, ProbSpace::kLinear, ProbSpace::kLinear).ok());
+  EXPECT_GT(b.ScratchBytes(), 0u);  // three terms: a partial sum
+  const EnumerateBatch<T> view = b.View(nullptr, nullptr, nullptr, nullptr, 0);
+  EXPECT_EQ(LaunchEnumerate(view, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sampler::kernels::cuda
