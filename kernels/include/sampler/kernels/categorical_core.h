@@ -142,22 +142,31 @@ SAMPLER_HD int64_t LinearSearch(const T* prefix, int64_t n, T u) {
   return n - 1;
 }
 
-// Binary search over the block-end prefixes E_b (Algorithm 9, lines 6-9):
-// the first block whose end exceeds u, or the last block.
+// Binary search over `blocks` >= 1 block-end prefixes E_b stored `stride`
+// elements apart (Algorithm 9, lines 6-9): the first block whose end
+// exceeds u, or the last block. The CUDA kernel keeps E_b of its 32 rows
+// interleaved (stride 32), the CPU table keeps them 32 apart as well.
 template <typename T>
-SAMPLER_HD int64_t FindBlock(const T* table, int64_t categories, T u) {
-  const int64_t remnant = RemnantSize(categories);
+SAMPLER_HD int64_t SearchBlockEnds(const T* ends, int64_t stride,
+                                   int64_t blocks, T u) {
   int64_t lo = 0;
-  int64_t hi = NumBlocks(categories) - 1;
+  int64_t hi = blocks - 1;
   while (lo < hi) {
     const int64_t mid = (lo + hi) / 2;
-    if (u < table[remnant + kBlock * mid + kBlockEndSlot]) {
+    if (u < ends[stride * mid]) {
       hi = mid;
     } else {
       lo = mid + 1;
     }
   }
   return lo;
+}
+
+// FindBlock over the row table of BuildRowTable.
+template <typename T>
+SAMPLER_HD int64_t FindBlock(const T* table, int64_t categories, T u) {
+  return SearchBlockEnds(table + RemnantSize(categories) + kBlockEndSlot,
+                         int64_t{kBlock}, NumBlocks(categories), u);
 }
 
 // The category that lane `lane` finds for the scaled uniform u = S * U
@@ -185,16 +194,30 @@ SAMPLER_HD int64_t ButterflySearchRow(const T* w, const T* table,
 
 // A zero-weight category can be chosen only through rounding at a boundary;
 // it becomes the first non-zero category above it, or else the last below.
-template <typename T>
-SAMPLER_HD int64_t SkipZeroWeight(const T* w, int64_t categories, int64_t j) {
-  if (w[j] != T(0)) return j;
+// `weight(i)` returns w_i in T; the CUDA kernel computes it from global
+// memory (and from logits) instead of a table.
+template <typename T, typename WeightAt>
+SAMPLER_HD int64_t SkipZeroWeightBy(const WeightAt& weight, int64_t categories,
+                                    int64_t j) {
+  if (weight(j) != T(0)) return j;
   for (int64_t i = j + 1; i < categories; ++i) {
-    if (w[i] != T(0)) return i;
+    if (weight(i) != T(0)) return i;
   }
   for (int64_t i = j - 1; i >= 0; --i) {
-    if (w[i] != T(0)) return i;
+    if (weight(i) != T(0)) return i;
   }
   return j;  // all zero: rejected by validation
+}
+
+template <typename T>
+struct WeightsArray {
+  const T* w;
+  SAMPLER_HD T operator()(int64_t i) const { return w[i]; }
+};
+
+template <typename T>
+SAMPLER_HD int64_t SkipZeroWeight(const T* w, int64_t categories, int64_t j) {
+  return SkipZeroWeightBy<T>(WeightsArray<T>{w}, categories, j);
 }
 
 // Weights from logits: w_j = exp(l_j - max l) with the deterministic exp, so
@@ -213,11 +236,19 @@ SAMPLER_HD void LogitsToWeights(const T* logits, int64_t categories, T* w) {
 template <typename T>
 struct DrawUniforms;
 
+// Word i (0..3) of a block by selection rather than a run-time array index,
+// which would put the block in a GPU thread's local memory.
+SAMPLER_HD uint32_t BlockWord(const PhiloxBlock& block, int i) {
+  const uint32_t low = (i & 1) != 0 ? block.v[1] : block.v[0];
+  const uint32_t high = (i & 1) != 0 ? block.v[3] : block.v[2];
+  return (i & 2) != 0 ? high : low;
+}
+
 template <>
 struct DrawUniforms<float> {
   static constexpr int kPerBlock = 4;
   static SAMPLER_HD float Uniform(const PhiloxBlock& block, int32_t d) {
-    return UniformFloat(block.v[d % 4]);
+    return UniformFloat(BlockWord(block, d % 4));
   }
 };
 
@@ -226,7 +257,7 @@ struct DrawUniforms<double> {
   static constexpr int kPerBlock = 2;
   static SAMPLER_HD double Uniform(const PhiloxBlock& block, int32_t d) {
     const int k = 2 * (d % 2);
-    return UniformDouble(block.v[k], block.v[k + 1]);
+    return UniformDouble(BlockWord(block, k), BlockWord(block, k + 1));
   }
 };
 

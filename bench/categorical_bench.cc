@@ -1,0 +1,346 @@
+// Kernel benchmark of SampleCategorical on one GPU: the butterfly kernel
+// against the in-house baselines (full prefix sum, one warp per row) over a
+// sweep of K, with the device-to-device copy bandwidth measured in the same
+// run as the ceiling.
+//
+// Inputs are random weights (or logits) larger than the L2 cache, rotated
+// among three buffers so that no launch reads what the previous one left in
+// L2; each timing is the median of CUDA-event timings of single launches
+// after warm-up. Bytes counted per launch: M * K * sizeof(T) read plus
+// M * D * 4 written (the fewest a sampler must move).
+//
+//   categorical_bench [--quick] [--csv FILE]
+//
+// Reports only; asserts nothing about speed.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/categorical.h"
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/categorical.h"
+#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/status.h"
+
+namespace sampler::kernels::cuda {
+namespace {
+
+constexpr int kBuffers = 3;  // rotated inputs
+
+#define BENCH_CHECK(expr)                                     \
+  do {                                                        \
+    const absl::Status bench_status_ = (expr);                \
+    if (!bench_status_.ok()) {                                \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, \
+                   bench_status_.ToString().c_str());         \
+      std::exit(1);                                           \
+    }                                                         \
+  } while (false)
+
+absl::Status Check(cudaError_t e, const char* what) {
+  return ToStatus(e, what, __FILE__, __LINE__);
+}
+
+// splitmix64: fast, good enough for benchmark inputs.
+uint64_t Mix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+struct Result {
+  std::string kernel;
+  std::string precision;
+  std::string kind;
+  int64_t k = 0;
+  int64_t rows = 0;
+  int32_t draws = 0;
+  double median_us = 0;
+  double min_us = 0;
+  double rows_per_s = 0;
+  double tb_per_s = 0;
+  double fraction_of_copy = 0;
+};
+
+double Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+class Bench {
+ public:
+  Bench(size_t input_bytes, int reps) : bytes_(input_bytes), reps_(reps) {}
+
+  absl::Status Init() {
+    absl::StatusOr<Stream> s = Stream::Create();
+    if (!s.ok()) return s.status();
+    stream_ = std::move(*s);
+    for (int i = 0; i < kBuffers; ++i) {
+      absl::StatusOr<DeviceBuffer> b =
+          DeviceBuffer::Create(bytes_, stream_.get());
+      if (!b.ok()) return b.status();
+      inputs_.push_back(std::move(*b));
+    }
+    auto start = Event::Create(true);
+    auto stop = Event::Create(true);
+    if (!start.ok()) return start.status();
+    if (!stop.ok()) return stop.status();
+    start_ = std::move(*start);
+    stop_ = std::move(*stop);
+    return absl::OkStatus();
+  }
+
+  // Fills every input buffer with weights (positive, in (0, 1]) or logits
+  // (in [-10, 0)) of type T, generated on the host once.
+  template <typename T>
+  absl::Status Fill(WeightKind kind) {
+    std::vector<T> host(bytes_ / sizeof(T));
+    uint64_t state = 12345;
+    for (T& x : host) {
+      const double u = static_cast<double>(Mix(state) >> 11) * 0x1.0p-53;
+      x = kind == WeightKind::kWeights ? static_cast<T>(1.0 - u)
+                                       : static_cast<T>(-10.0 * u);
+    }
+    for (DeviceBuffer& b : inputs_) {
+      if (absl::Status s = Check(
+              cudaMemcpy(b.data(), host.data(), bytes_, cudaMemcpyHostToDevice),
+              "fill");
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Device-to-device copy of half the input buffer into the other half of
+  // another: bytes read plus bytes written over the median time.
+  absl::StatusOr<double> CopyTbPerS() {
+    const size_t half = bytes_ / 2;
+    std::vector<float> ms;
+    for (int i = 0; i < reps_ + 3; ++i) {
+      char* src = static_cast<char*>(inputs_[i % kBuffers].data());
+      char* dst = static_cast<char*>(inputs_[(i + 1) % kBuffers].data()) + half;
+      SAMPLER_CUDA_RETURN_IF_ERROR(
+          cudaEventRecord(start_.get(), stream_.get()));
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+          dst, src, half, cudaMemcpyDeviceToDevice, stream_.get()));
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop_.get(), stream_.get()));
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop_.get()));
+      float t = 0;
+      SAMPLER_CUDA_RETURN_IF_ERROR(
+          cudaEventElapsedTime(&t, start_.get(), stop_.get()));
+      if (i >= 3) ms.push_back(t);
+    }
+    return 2.0 * static_cast<double>(half) / (Median(ms) * 1e-3) / 1e12;
+  }
+
+  // Times `kernel` on M rows of K with D draws; the values fill as many
+  // whole rows of the buffer as fit.
+  template <typename T>
+  absl::StatusOr<Result> Time(CategoricalKernel kernel, bool register_cap,
+                              WeightKind kind, int64_t k, int32_t draws,
+                              double copy_tb) {
+    const int64_t rows = static_cast<int64_t>(bytes_ / sizeof(T)) / k;
+    const Precision precision =
+        std::is_same_v<T, double> ? Precision::kFloat64 : Precision::kFloat32;
+    CategoricalSegment seg;
+    seg.rows = rows;
+    seg.categories = k;
+    seg.draws = draws;
+    seg.kind = kind;
+    seg.seed = 0x5eed;
+    std::vector<CategoricalSegment> segs = {seg};
+    absl::StatusOr<CategoricalPlan> plan = PrepareCategoricalSegments(
+        absl::MakeSpan(segs), precision, bytes_ / sizeof(T),
+        static_cast<uint64_t>(rows) * draws, kernel);
+    if (!plan.ok()) return plan.status();
+    plan->register_cap = register_cap;
+    absl::StatusOr<DeviceBuffer> d_segs =
+        DeviceBuffer::Create(sizeof(CategoricalSegment), stream_.get());
+    absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Create(
+        static_cast<size_t>(rows) * draws * sizeof(int32_t), stream_.get());
+    absl::StatusOr<DeviceBuffer> workspace =
+        DeviceBuffer::Create(plan->workspace_bytes, stream_.get());
+    if (!d_segs.ok()) return d_segs.status();
+    if (!out.ok()) return out.status();
+    if (!workspace.ok()) return workspace.status();
+    SAMPLER_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(d_segs->data(), segs.data(), sizeof(CategoricalSegment),
+                        cudaMemcpyHostToDevice, stream_.get()));
+    std::vector<float> ms;
+    const int warmup = 3;
+    for (int i = 0; i < reps_ + warmup; ++i) {
+      const T* values = inputs_[i % kBuffers].as<T>();
+      SAMPLER_CUDA_RETURN_IF_ERROR(
+          cudaEventRecord(start_.get(), stream_.get()));
+      if (absl::Status s = LaunchSampleCategorical(
+              *plan, d_segs->as<CategoricalSegment>(), values,
+              out->as<int32_t>(), workspace->data(), workspace->size(),
+              stream_.get());
+          !s.ok()) {
+        return s;
+      }
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop_.get(), stream_.get()));
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop_.get()));
+      float t = 0;
+      SAMPLER_CUDA_RETURN_IF_ERROR(
+          cudaEventElapsedTime(&t, start_.get(), stop_.get()));
+      if (i >= warmup) ms.push_back(t);
+    }
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+    Result r;
+    r.kernel =
+        absl::StrCat(CategoricalKernelName(kernel), register_cap ? "-cap" : "");
+    r.precision = std::is_same_v<T, double> ? "f64" : "f32";
+    r.kind = kind == WeightKind::kWeights ? "weights" : "logits";
+    r.k = k;
+    r.rows = rows;
+    r.draws = draws;
+    r.median_us = Median(ms) * 1e3;
+    r.min_us = *std::min_element(ms.begin(), ms.end()) * 1e3;
+    const double bytes = static_cast<double>(rows) * k * sizeof(T) +
+                         static_cast<double>(rows) * draws * sizeof(int32_t);
+    r.rows_per_s = rows / (r.median_us * 1e-6);
+    r.tb_per_s = bytes / (r.median_us * 1e-6) / 1e12;
+    r.fraction_of_copy = r.tb_per_s / copy_tb;
+    return r;
+  }
+
+ private:
+  size_t bytes_;
+  int reps_;
+  Stream stream_;
+  Event start_;
+  Event stop_;
+  std::vector<DeviceBuffer> inputs_;
+};
+
+void Print(const Result& r) {
+  std::printf(
+      "%-13s %-4s %-8s K=%-5lld M=%-9lld D=%-3d %10.1f us %9.1f Mrows/s "
+      "%6.3f TB/s %5.1f%% of copy\n",
+      r.kernel.c_str(), r.precision.c_str(), r.kind.c_str(),
+      static_cast<long long>(r.k), static_cast<long long>(r.rows), r.draws,
+      r.median_us, r.rows_per_s / 1e6, r.tb_per_s, 100 * r.fraction_of_copy);
+  std::fflush(stdout);
+}
+
+int Main(int argc, char** argv) {
+  bool quick = false;
+  const char* csv_path = nullptr;
+  int64_t only_k = 0;       // --k: one K only (for profilers)
+  std::string only_kernel;  // --kernel: one kernel label only
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
+      csv_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
+      only_k = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) {
+      only_kernel = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--csv FILE] [--k K] [--kernel "
+                   "butterfly|butterfly-cap|warp-per-row|prefix-sum]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  int device = 0;
+  cudaDeviceProp prop{};
+  BENCH_CHECK(Check(cudaGetDevice(&device), "cudaGetDevice"));
+  BENCH_CHECK(Check(cudaGetDeviceProperties(&prop, device), "props"));
+  std::printf("device: %s, %d SMs, L2 %d MiB\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20);
+
+  // 512 MiB per buffer: about 10x the L2, three rotated.
+  const size_t bytes = size_t{512} << 20;
+  Bench bench(bytes, quick ? 5 : 20);
+  BENCH_CHECK(bench.Init());
+  BENCH_CHECK(bench.Fill<float>(WeightKind::kWeights));
+  absl::StatusOr<double> copy = bench.CopyTbPerS();
+  BENCH_CHECK(copy.status());
+  std::printf("d2d copy: %.3f TB/s (read + write)\n", *copy);
+
+  std::vector<Result> results;
+  const auto run = [&](auto tag, CategoricalKernel kernel, WeightKind kind,
+                       int64_t k, int32_t draws, bool cap = false) {
+    using T = decltype(tag);
+    const std::string label =
+        absl::StrCat(CategoricalKernelName(kernel), cap ? "-cap" : "");
+    if ((only_k != 0 && k != only_k) ||
+        (!only_kernel.empty() && label != only_kernel)) {
+      return;
+    }
+    absl::StatusOr<Result> r =
+        bench.Time<T>(kernel, cap, kind, k, draws, *copy);
+    BENCH_CHECK(r.status());
+    Print(*r);
+    results.push_back(*r);
+  };
+  const std::vector<int64_t> sweep = {32, 33, 64, 100, 256, 1000, 1024, 4096};
+  for (int64_t k : sweep) {
+    run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
+    run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
+        true);
+    run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+    if (!quick || k == 32 || k == 1024) {
+      run(float{}, CategoricalKernel::kPrefixSum, WeightKind::kWeights, k, 1);
+    }
+  }
+  for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+    run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 4);
+  }
+  BENCH_CHECK(bench.Fill<float>(WeightKind::kLogits));
+  for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+    run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
+    run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
+  }
+  BENCH_CHECK(bench.Fill<double>(WeightKind::kWeights));
+  for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+    run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
+    run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+  }
+
+  if (csv_path != nullptr) {
+    FILE* f = std::fopen(csv_path, "w");
+    if (f == nullptr) {
+      std::perror(csv_path);
+      return 1;
+    }
+    std::fprintf(f, "device,%s\ncopy_tb_per_s,%.4f\n", prop.name, *copy);
+    std::fprintf(f,
+                 "kernel,precision,kind,K,rows,draws,median_us,min_us,"
+                 "rows_per_s,tb_per_s,fraction_of_copy\n");
+    for (const Result& r : results) {
+      std::fprintf(f, "%s,%s,%s,%lld,%lld,%d,%.2f,%.2f,%.4g,%.4f,%.4f\n",
+                   r.kernel.c_str(), r.precision.c_str(), r.kind.c_str(),
+                   static_cast<long long>(r.k), static_cast<long long>(r.rows),
+                   r.draws, r.median_us, r.min_us, r.rows_per_s, r.tb_per_s,
+                   r.fraction_of_copy);
+    }
+    std::fclose(f);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace sampler::kernels::cuda
+
+int main(int argc, char** argv) {
+  return sampler::kernels::cuda::Main(argc, argv);
+}

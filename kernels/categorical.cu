@@ -1,0 +1,985 @@
+// CUDA kernels of SampleCategorical, bit-identical to SampleCategoricalCpu
+// (kButterfly, kWarpPerRow) and to SampleCategoricalReferenceCpu
+// (kPrefixSum). The contract is docs/randomness.md, section "Categorical";
+// the per-row arithmetic comes from categorical_core.h.
+//
+// kButterfly (Steele & Tristan, Algorithms 7 to 10). A warp takes 32 rows of
+// one segment; hardware lane r serves the row whose item index is r mod 32,
+// so the first warp of a chunk that starts mid-warp leaves its low lanes
+// idle. Per row: the remnant (K mod 32 leading columns), then nb = K / 32
+// blocks of 32 columns. Two kernels, one per class of K (K < 64: at most
+// one block; K >= 64), since their register needs differ; a batch is
+// ordered by class and launched as at most two grids.
+//
+//   * Transposed, coalesced loads (Algorithm 5): for block b, lane r loads
+//     column R + 32 b + r of each of the warp's 32 rows into a[k] (k = row),
+//     so every load instruction reads 128 contiguous bytes.
+//   * The butterfly-patterned table (Algorithm 8), built in place with 31
+//     __shfl_xor_sync: afterwards a[31] is the block total T_b of row r
+//     (lane r), and a[0..30] hold, spread over the lanes, exactly the tree
+//     nodes that each row's butterfly search will ask for (Figure 5; the
+//     node of row r at `level` for interval start f is register
+//     (2^level - 1) | (r & ~(2^(level+1) - 1)) of lane f | (r & (2^(level+1)
+//     - 1)); checked exhaustively by a simulation of the pattern). Every node
+//     is left + right of one row's aligned pairwise tree, and IEEE addition
+//     is commutative, so the values are those of BuildBlockTree.
+//   * Block-end prefixes E_b = E_{b-1} + T_b per lane, kept in shared memory
+//     (stride 32, conflict-free) or, past 64 blocks (float), in the
+//     workspace. Algorithm 7 keeps a whole K-entry table p' per thread in
+//     local memory instead; that would double the memory traffic. Only the
+//     chosen block's table is needed for a draw, and its tree sums are
+//     deterministic, so the kernel searches the E_b (Algorithm 9), then
+//     reloads each row's chosen block transposed (row k's block b_k, column
+//     r: still 128 contiguous bytes per load) and rebuilds its table. When
+//     every row's block is the one already in registers (always for
+//     K < 64, and for the last block after the first pass) nothing is
+//     reloaded.
+//   * The butterfly search (Algorithm 10) with 31 __shfl_sync per draw:
+//     each level, lane r reads its node from lane f | (r & (span - 1)),
+//     fetching every candidate register since which one it needs depends
+//     on r's high bits (registers cannot be indexed at run time), and keeps
+//     its own by a tree of selects on those bits. The bounds low/high and
+//     the compare values low + y / high - y are the contract's.
+//   * The remnant: its R < 32 columns of the 32 rows are staged through
+//     shared memory (coalesced loads, a 33-element row stride), where each
+//     lane then forms its row's sequential prefixes P_j for the linear
+//     search.
+//   * Logits: one extra pass computes each row's maximum with the same
+//     butterfly (max is exact in any order), then w = detmath::Exp(l - max)
+//     wherever a weight is read.
+//
+// Measured on an H200 (bench/results/categorical-kernel.md): one draw per
+// row of float weights reads at 80% (K = 32) to 90% (K = 1024) of the
+// device-to-device copy bandwidth. At K = 32 the kernel is bound by the
+// integer/logic pipe about as much as by memory, so instruction count
+// matters: see the notes at LoadTransposed and SearchLevel.
+//
+// kPrefixSum (the paper's baseline, Algorithms 1 and 3): one thread per row
+// reads its row sequentially, writes p_j to the workspace (interleaved by
+// lane so the writes coalesce) and binary-searches it.
+//
+// kWarpPerRow (a comparison point for benchmarks): one warp per row, lane j
+// loads column R + 32 b + j (coalesced, no transposition); xor butterflies
+// give every lane the block's tree sums, and the warp runs the contract's
+// search for the row's lane together.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/categorical.h"
+#include "sampler/kernels/categorical_core.h"
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/categorical.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/detmath.h"
+#include "sampler/kernels/philox.h"
+
+namespace sampler::kernels::cuda {
+namespace {
+
+namespace cat = ::sampler::kernels::categorical;
+
+constexpr unsigned kFullMask = 0xffffffffu;
+// Four warps per block: shared memory is per warp, so small blocks waste
+// less of it to block granularity.
+constexpr int kWarpsPerBlock = 4;
+constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
+// Row stride of the remnant staging area: 33 makes lane r's walk along its
+// own row (address 33 r + j) hit 32 different banks.
+constexpr int kRemnantStride = kWarpSize + 1;
+// Shared memory per warp for block ends.
+constexpr int kBlockEndBytes = 8192;
+// Blocks of 128 threads per multiprocessor that the register-capped
+// instances are compiled for: 6 (80 registers) for K < 64, 5 (96) beyond.
+constexpr int kCappedMinBlocksSingle = 6;
+constexpr int kCappedMinBlocksMulti = 5;
+
+template <typename T>
+constexpr int64_t ButterflyBlockCap() {
+  return kBlockEndBytes / (kWarpSize * static_cast<int>(sizeof(T)));
+}
+template <typename T>
+constexpr int64_t WarpPerRowBlockCap() {
+  return kBlockEndBytes / static_cast<int>(sizeof(T));
+}
+
+template <typename T>
+struct KernelParams {
+  const CategoricalSegment* segments;
+  int32_t num_segments;
+  // This launch runs tasks [task_offset, task_end).
+  int64_t task_offset;
+  int64_t task_end;
+  const T* values;
+  int32_t* out;
+  T* workspace;
+  int32_t smem_warp_elems;
+  int32_t smem_remnant;
+  int32_t smem_rowmax;
+  int32_t smem_block_ends;
+  int32_t smem_block_cap;
+};
+
+// The segment that owns `task`: the last one whose task_begin <= task.
+__device__ __forceinline__ const CategoricalSegment& FindSegment(
+    const CategoricalSegment* segments, int32_t n, int64_t task) {
+  int32_t lo = 0;
+  int32_t hi = n - 1;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    if (segments[mid].task_begin <= task) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return segments[lo];
+}
+
+// w from a stored value: the weight itself, or exp(l - max) for logits.
+template <typename T>
+__device__ __forceinline__ T ToWeight(T v, bool logits, T row_max) {
+  return logits ? detmath::Exp(v - row_max) : v;
+}
+
+template <typename T>
+struct Plus {
+  __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+template <typename T>
+struct Max {
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
+// Algorithm 8, lines 13-23, in place. On entry a[k] holds column `lane` of
+// row k's block; on exit a[31] holds op-reduction of row `lane`'s block and,
+// for op = +, a[0..30] the butterfly-patterned table. Each step exchanges
+// one register per pair of lanes 2^level apart; the lane whose bit is set
+// keeps the upper register's row, the other the lower one's.
+// (One template instance per level, so that every register index is a
+// compile-time constant: a run-time index would move a[] to local memory.)
+template <int kLevel, typename T, typename Op>
+__device__ __forceinline__ void ButterflyLevel(T (&a)[kWarpSize], int lane,
+                                               Op op) {
+  constexpr int kBit = 1 << kLevel;
+  const bool upper = (lane & kBit) != 0;
+#pragma unroll
+  for (int j = 0; j < (kWarpSize >> (kLevel + 1)); ++j) {
+    const int d = 2 * kBit * j + kBit - 1;
+    const T give = upper ? a[d] : a[d + kBit];
+    const T got = __shfl_xor_sync(kFullMask, give, kBit);
+    if (upper) a[d] = a[d + kBit];
+    a[d + kBit] = op(a[d], got);
+  }
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ void Butterfly(T (&a)[kWarpSize], int lane, Op op) {
+  static_assert(cat::kLevels == 5, "five levels for 32 lanes");
+  ButterflyLevel<0>(a, lane, op);
+  ButterflyLevel<1>(a, lane, op);
+  ButterflyLevel<2>(a, lane, op);
+  ButterflyLevel<3>(a, lane, op);
+  ButterflyLevel<4>(a, lane, op);
+}
+
+// Algorithm 10 for one block per row, all lanes together (every lane must
+// call it: it shuffles). `a` is the table of Butterfly; `low` and `high` the
+// prefixes before and at the end of lane's row's block. Returns the position
+// 0..31 within the block, as ButterflySearchBlock would for this lane.
+template <int kLevel, typename T>
+__device__ __forceinline__ void SearchLevel(const T (&a)[kWarpSize], int lane,
+                                            T u, T& low, T& high, int& first) {
+  constexpr int kBit = 1 << kLevel;
+  constexpr int kSpan = 2 * kBit;
+  constexpr int kCandidates = kWarpSize / kSpan;
+  // The node sits in register kBit - 1 + kSpan * (lane / kSpan) of lane
+  // src; since registers cannot be indexed at run time, every candidate
+  // register is fetched and the lane's one kept by a tree of selects on the
+  // bits of lane / kSpan (kCandidates - 1 selects rather than a compare and
+  // a select per candidate).
+  const int src = first | (lane & (kSpan - 1));
+  T t[kCandidates];
+#pragma unroll
+  for (int i = 0; i < kCandidates; ++i) {
+    t[i] = __shfl_sync(kFullMask, a[kBit - 1 + kSpan * i], src);
+  }
+#pragma unroll
+  for (int step = 1; step < kCandidates; step *= 2) {
+    const bool bit_set = (lane & (kSpan * step)) != 0;
+#pragma unroll
+    for (int i = 0; i < kCandidates; i += 2 * step) {
+      t[i] = bit_set ? t[i + step] : t[i];
+    }
+  }
+  const T y = t[0];
+  const T compare =
+      cat::ButterflyCompareValue(low, high, y, (lane & kBit) != 0);
+  if (u < compare) {
+    high = compare;
+  } else {
+    low = compare;
+    first += kBit;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ int ButterflySearch(const T (&a)[kWarpSize],
+                                               int lane, T u, T low, T high) {
+  int first = 0;
+  SearchLevel<4>(a, lane, u, low, high, first);
+  SearchLevel<3>(a, lane, u, low, high, first);
+  SearchLevel<2>(a, lane, u, low, high, first);
+  SearchLevel<1>(a, lane, u, low, high, first);
+  SearchLevel<0>(a, lane, u, low, high, first);
+  return first;
+}
+
+// Transposed load (Algorithm 5): a[k] = column remnant + 32 b_k + lane of
+// the warp's row k, where b_k is `block` (kSameBlock) or lane k's `block`
+// (each row its own block: the reload of chosen blocks). Each load
+// instruction reads 128 contiguous bytes, one row's 32 columns.
+//
+// The pointer starts at the warp's first row inside the segment
+// (first_valid) and walks down the rows (32 offsets k * K would stay live in
+// registers), advancing before row k only if bit k of `advance` is set. So
+// rows outside the segment (in a segment's first and last warps) read a
+// copy of a row inside it: harmless, since every tree node sums one row, so
+// those copies only reach the table entries of rows that are never output.
+// With kZeroOutside those rows are zeroed as well: the K >= 64 kernel keeps
+// the select because ptxas then allocates 126 registers instead of 164 (a
+// measured quirk); the K < 64 kernel saves the 32 selects per block.
+// Predicated loads under a run-time mask instead cost about 90 registers.
+template <typename T, bool kSameBlock, bool kZeroOutside>
+__device__ __forceinline__ void LoadTransposed(
+    T (&a)[kWarpSize], const T* __restrict__ values, int64_t first_valid,
+    int64_t categories, uint32_t valid, uint32_t advance, int lane, int remnant,
+    int32_t block) {
+  const T* ptr = values + (first_valid + remnant + lane +
+                           (kSameBlock ? kWarpSize * int64_t{block} : 0));
+#pragma unroll
+  for (int k = 0; k < kWarpSize; ++k) {
+    if ((advance >> k) & 1u) ptr += categories;
+    T v;
+    if constexpr (kSameBlock) {
+      v = *ptr;
+    } else {
+      v = ptr[kWarpSize * __shfl_sync(kFullMask, block, k)];
+    }
+    a[k] = !kZeroOutside || ((valid >> k) & 1u) ? v : T(0);
+  }
+}
+
+// Logits become weights in place; row k's maximum is row_max[k].
+template <typename T>
+__device__ __forceinline__ void LogitsToWeights(T (&a)[kWarpSize],
+                                                const T* row_max) {
+#pragma unroll
+  for (int k = 0; k < kWarpSize; ++k) a[k] = detmath::Exp(a[k] - row_max[k]);
+}
+
+template <typename T>
+__device__ __forceinline__ int64_t SkipZero(const T* row, int64_t categories,
+                                            int64_t j, bool logits, T row_max) {
+  const auto weight = [&](int64_t i) {
+    return ToWeight(row[i], logits, row_max);
+  };
+  return cat::SkipZeroWeightBy<T>(weight, categories, j);
+}
+
+// The Philox block of draw d, kept out of line: called only for draws past
+// the first block (d >= 4 for float, 2 for double), it would otherwise add
+// its temporaries to the register peak of the draw loop, where the 32-entry
+// table is live.
+template <typename T>
+__device__ __noinline__ PhiloxBlock DrawBlockOutOfLine(uint64_t seed,
+                                                       uint64_t item,
+                                                       int32_t d) {
+  return cat::DrawBlock<T>(seed, item, d);
+}
+
+// kMultiBlock = false serves K < 64 (at most one block: the table built in
+// the first pass is the one every draw searches); true serves K >= 64. The
+// two have different register needs, so each class gets its own kernel.
+template <typename T, bool kMultiBlock>
+__device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
+                                              unsigned char* smem_bytes) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t task =
+      p.task_offset + static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (task >= p.task_end) return;  // whole warps only
+
+  const CategoricalSegment& seg = FindSegment(p.segments, p.num_segments, task);
+  const int64_t categories = seg.categories;
+  const int64_t seg_rows = seg.rows;
+  const int32_t draws = seg.draws;
+  const uint64_t seed = seg.seed;
+  const bool logits = seg.kind == WeightKind::kLogits;
+  const int remnant = static_cast<int>(cat::RemnantSize(categories));
+  const int32_t blocks = static_cast<int32_t>(cat::NumBlocks(categories));
+
+  // Register / lane k serves segment row row0 + k, whose item index is
+  // first_row + row0 + k: k is the contract's lane.
+  const int64_t warp_in_seg = task - seg.task_begin;
+  const int64_t row0 = warp_in_seg * kWarpSize - cat::LaneOf(seg.first_row);
+  const int k_begin = row0 < 0 ? static_cast<int>(-row0) : 0;
+  const int k_end = seg_rows - row0 < kWarpSize
+                        ? static_cast<int>(seg_rows - row0)
+                        : kWarpSize;
+  const bool active = lane >= k_begin && lane < k_end;
+  const int64_t my_row = row0 + lane;
+  // Rows of the segment (bits k_begin .. k_end - 1), and the rows before
+  // which the load pointer advances (bits k_begin + 1 .. k_end - 1).
+  const uint32_t valid_rows =
+      (k_end == kWarpSize ? kFullMask : (1u << k_end) - 1u) &
+      ~((1u << k_begin) - 1u);
+  const uint32_t advance_rows = valid_rows & (valid_rows << 1);
+  // Row k of the warp starts at p.values[first + k * categories] (first may
+  // be negative for a chunk that starts mid-warp; rows outside [k_begin,
+  // k_end) are never read at their own addresses: LoadTransposed).
+  const int64_t first =
+      static_cast<int64_t>(seg.values_offset) + row0 * categories;
+  const int64_t first_valid = first + k_begin * categories;
+  const T* my_values = p.values + (first + lane * categories);
+
+  T* smem = reinterpret_cast<T*>(smem_bytes) + warp * p.smem_warp_elems;
+  T* remnant_area = smem + p.smem_remnant;  // used when remnant > 0
+  T* my_prefix = remnant_area + lane * kRemnantStride;
+  T* row_max_area = smem + p.smem_rowmax;  // used for logits
+  // E_b of lane's row at ends[32 b] (kMultiBlock only).
+  T* ends = nullptr;
+  if constexpr (kMultiBlock) {
+    ends = (blocks <= p.smem_block_cap ? smem + p.smem_block_ends
+                                       : p.workspace + seg.workspace_offset +
+                                             warp_in_seg * kWarpSize * blocks) +
+           lane;
+  }
+
+  // The first Philox block now, while few registers are live.
+  const uint64_t item = seg.first_row + static_cast<uint64_t>(my_row);
+  PhiloxBlock philox = cat::DrawBlock<T>(seed, item, 0);
+
+  // Remnant: stage the R leading columns of the 32 rows, element
+  // e = lane + 32 t of the warp's 32 x R values per step, so that every
+  // load instruction is used by all lanes.
+  if (remnant > 0) {
+#pragma unroll 1
+    for (int t = 0; t < remnant; ++t) {
+      const int e = lane + kWarpSize * t;
+      const int k = e / remnant;
+      const int j = e - k * remnant;
+      if (k >= k_begin && k < k_end) {
+        remnant_area[k * kRemnantStride + j] =
+            p.values[first + k * categories + j];
+      }
+    }
+    __syncwarp();
+  }
+
+  T a[kWarpSize];
+
+  // Logits: each row's maximum first (every weight depends on it).
+  T row_max = T(0);
+  if (logits) {
+    row_max = -std::numeric_limits<T>::infinity();
+    if (active) {
+      for (int j = 0; j < remnant; ++j) {
+        row_max = Max<T>()(row_max, my_prefix[j]);
+      }
+    }
+#pragma unroll 1
+    for (int32_t b = 0; b < blocks; ++b) {
+      LoadTransposed<T, true, kMultiBlock>(a, p.values, first_valid, categories,
+                                           valid_rows, advance_rows, lane,
+                                           remnant, b);
+      Butterfly(a, lane, Max<T>());
+      row_max = Max<T>()(row_max, a[kWarpSize - 1]);
+    }
+    // (Lanes outside the segment hold the maximum of the row copy they
+    // loaded, so their copies' weights stay finite.)
+    row_max_area[lane] = row_max;
+    __syncwarp();
+  }
+
+  // The remnant's sequential prefixes P_j, in place; E_{-1} = P_{R-1}.
+  T remnant_total = T(0);
+  if (remnant > 0 && active) {
+    T sum = T(0);
+    for (int j = 0; j < remnant; ++j) {
+      sum = sum + ToWeight(my_prefix[j], logits, row_max);
+      my_prefix[j] = sum;
+    }
+    remnant_total = sum;
+  }
+
+  // First pass over the blocks: each block's butterfly table, its total,
+  // the running E_b.
+  T total = remnant_total;
+#pragma unroll 1
+  for (int32_t b = 0; b < blocks; ++b) {
+    LoadTransposed<T, true, kMultiBlock>(a, p.values, first_valid, categories,
+                                         valid_rows, advance_rows, lane,
+                                         remnant, b);
+    if (logits) LogitsToWeights(a, row_max_area);
+    Butterfly(a, lane, Plus<T>());
+    total = total + a[kWarpSize - 1];
+    if constexpr (kMultiBlock) ends[kWarpSize * b] = total;
+  }
+  // a[] now holds the table of the last block for every row.
+  int32_t loaded = blocks - 1;
+
+  int32_t* my_out =
+      p.out + (static_cast<int64_t>(seg.out_offset) + my_row * draws);
+#pragma unroll 1
+  for (int32_t d = 0; d < draws; ++d) {
+    if (d > 0 && d % cat::DrawUniforms<T>::kPerBlock == 0) {
+      philox = DrawBlockOutOfLine<T>(seed, item, d);
+    }
+    const T u = total * cat::DrawUniforms<T>::Uniform(philox, d);
+    int64_t j = 0;
+    if (blocks == 0) {
+      if (active) j = cat::LinearSearch(my_prefix, remnant, u);
+    } else {
+      int32_t b = 0;
+      T low = remnant_total;
+      T high = total;
+      if constexpr (kMultiBlock) {
+        b = static_cast<int32_t>(
+            cat::SearchBlockEnds(ends, int64_t{kWarpSize}, blocks, u));
+        // Rows that need no block (inactive, or in the remnant) keep the
+        // loaded one, so that they never force a reload.
+        const bool in_remnant = b == 0 && remnant > 0 && u < remnant_total;
+        const int32_t want = active && !in_remnant ? b : loaded;
+        if (__any_sync(kFullMask, want != loaded)) {
+          LoadTransposed<T, false, kMultiBlock>(
+              a, p.values, first_valid, categories, valid_rows, advance_rows,
+              lane, remnant, want);
+          if (logits) LogitsToWeights(a, row_max_area);
+          Butterfly(a, lane, Plus<T>());
+          loaded = want;
+        }
+        if (b > 0) low = ends[kWarpSize * (b - 1)];
+        high = ends[kWarpSize * b];
+      }
+      const int pos = ButterflySearch(a, lane, u, low, high);
+      if (active) {
+        j = b == 0 && remnant > 0 && u < remnant_total
+                ? cat::LinearSearch(my_prefix, remnant, u)
+                : remnant + kWarpSize * b + pos;
+      }
+    }
+    if (active) {
+      my_out[d] = static_cast<int32_t>(
+          SkipZero(my_values, categories, j, logits, row_max));
+    }
+  }
+}
+
+template <typename T, bool kMultiBlock>
+__global__ void __launch_bounds__(kBlockThreads)
+    ButterflyKernel(const KernelParams<T> p) {
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  ButterflyBody<T, kMultiBlock>(p, smem_bytes);
+}
+
+// The same with a register cap (kMinBlocks blocks per multiprocessor): more
+// resident warps at the price of some spilling. For benchmarks
+// (CategoricalPlan::register_cap).
+template <typename T, bool kMultiBlock, int kMinBlocks>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
+    ButterflyKernelCapped(const KernelParams<T> p) {
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  ButterflyBody<T, kMultiBlock>(p, smem_bytes);
+}
+
+// The baseline: thread per row, p_j in the workspace at [j][lane] of the
+// warp's area.
+template <typename T>
+__global__ void __launch_bounds__(kBlockThreads)
+    PrefixSumKernel(const KernelParams<T> p) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t task =
+      p.task_offset + static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (task >= p.task_end) return;
+  const CategoricalSegment& seg = FindSegment(p.segments, p.num_segments, task);
+  const int64_t categories = seg.categories;
+  const int64_t warp_in_seg = task - seg.task_begin;
+  const int64_t my_row =
+      warp_in_seg * kWarpSize - cat::LaneOf(seg.first_row) + lane;
+  if (my_row < 0 || my_row >= seg.rows) return;  // no shuffles here
+  const bool logits = seg.kind == WeightKind::kLogits;
+  const int32_t draws = seg.draws;
+  const T* row = p.values + seg.values_offset + my_row * categories;
+
+  T row_max = T(0);
+  if (logits) {
+    row_max = row[0];
+    for (int64_t j = 1; j < categories; ++j) {
+      if (row[j] > row_max) row_max = row[j];
+    }
+  }
+  T* prefix = p.workspace + seg.workspace_offset +
+              warp_in_seg * kWarpSize * categories + lane;
+  T sum = T(0);
+  for (int64_t j = 0; j < categories; ++j) {
+    sum = sum + ToWeight(row[j], logits, row_max);
+    prefix[kWarpSize * j] = sum;
+  }
+
+  const uint64_t item = seg.first_row + static_cast<uint64_t>(my_row);
+  int32_t* my_out = p.out + seg.out_offset + my_row * draws;
+  PhiloxBlock philox{};
+#pragma unroll 1
+  for (int32_t d = 0; d < draws; ++d) {
+    if (d % cat::DrawUniforms<T>::kPerBlock == 0) {
+      philox = cat::DrawBlock<T>(seg.seed, item, d);
+    }
+    const T u = sum * cat::DrawUniforms<T>::Uniform(philox, d);
+    const int64_t j =
+        cat::SearchBlockEnds(prefix, int64_t{kWarpSize}, categories, u);
+    my_out[d] =
+        static_cast<int32_t>(SkipZero(row, categories, j, logits, row_max));
+  }
+}
+
+// One warp per row; every lane computes the same search (for the row's
+// contract lane) and lane 0 writes.
+template <typename T>
+__global__ void __launch_bounds__(kBlockThreads)
+    WarpPerRowKernel(const KernelParams<T> p) {
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t task =
+      p.task_offset + static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (task >= p.task_end) return;
+  const CategoricalSegment& seg = FindSegment(p.segments, p.num_segments, task);
+  const int64_t categories = seg.categories;
+  const int64_t my_row = task - seg.task_begin;
+  const uint64_t item = seg.first_row + static_cast<uint64_t>(my_row);
+  const int row_lane = cat::LaneOf(item);
+  const bool logits = seg.kind == WeightKind::kLogits;
+  const int32_t draws = seg.draws;
+  const int remnant = static_cast<int>(cat::RemnantSize(categories));
+  const int64_t blocks = cat::NumBlocks(categories);
+  const T* __restrict__ row =
+      p.values + seg.values_offset + my_row * categories;
+  T* ends = blocks <= p.smem_block_cap
+                ? reinterpret_cast<T*>(smem_bytes) + warp * p.smem_warp_elems +
+                      p.smem_block_ends
+                : p.workspace + seg.workspace_offset + my_row * blocks;
+
+  T row_max = T(0);
+  if (logits) {
+    row_max = -std::numeric_limits<T>::infinity();
+    for (int64_t j = lane; j < categories; j += kWarpSize) {
+      row_max = Max<T>()(row_max, row[j]);
+    }
+#pragma unroll
+    for (int bit = 1; bit < kWarpSize; bit *= 2) {
+      row_max = Max<T>()(row_max, __shfl_xor_sync(kFullMask, row_max, bit));
+    }
+  }
+
+  // Remnant prefixes: lane j keeps P_j; everyone gets P_{R-1}.
+  const T my_weight =
+      lane < remnant ? ToWeight(row[lane], logits, row_max) : T(0);
+  T my_prefix = T(0);
+  T remnant_total = T(0);
+  for (int j = 0; j < remnant; ++j) {
+    remnant_total = remnant_total + __shfl_sync(kFullMask, my_weight, j);
+    if (lane == j) my_prefix = remnant_total;
+  }
+
+  // Block totals: an xor butterfly gives every lane the aligned pairwise
+  // tree sums of its group, the root at the end. Eight loads in flight.
+  constexpr int kUnroll = 8;
+  T total = remnant_total;
+  for (int64_t b0 = 0; b0 < blocks; b0 += kUnroll) {
+    T w[kUnroll];
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      w[i] = b0 + i < blocks
+                 ? __ldg(row + remnant + kWarpSize * (b0 + i) + lane)
+                 : T(0);
+    }
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      if (b0 + i < blocks) {
+        T s = ToWeight(w[i], logits, row_max);
+#pragma unroll
+        for (int bit = 1; bit < kWarpSize; bit *= 2) {
+          s = s + __shfl_xor_sync(kFullMask, s, bit);
+        }
+        total = total + s;
+        if (lane == 0) ends[b0 + i] = total;
+      }
+    }
+  }
+  __syncwarp();
+
+  int32_t* my_out = p.out + seg.out_offset + my_row * draws;
+  PhiloxBlock philox{};
+#pragma unroll 1
+  for (int32_t d = 0; d < draws; ++d) {
+    if (d % cat::DrawUniforms<T>::kPerBlock == 0) {
+      philox = cat::DrawBlock<T>(seg.seed, item, d);
+    }
+    const T u = total * cat::DrawUniforms<T>::Uniform(philox, d);
+    const int64_t b =
+        blocks > 1 ? cat::SearchBlockEnds(ends, int64_t{1}, blocks, u) : 0;
+    int64_t j;
+    if (blocks == 0 || (b == 0 && remnant > 0 && u < remnant_total)) {
+      const unsigned below =
+          __ballot_sync(kFullMask, lane < remnant && u < my_prefix);
+      j = below != 0 ? __ffs(below) - 1 : remnant - 1;
+    } else {
+      // The block's tree: level[l] = node of 2^l weights holding this lane.
+      T level[cat::kLevels];
+      level[0] = ToWeight(row[remnant + kWarpSize * b + lane], logits, row_max);
+#pragma unroll
+      for (int l = 1; l < cat::kLevels; ++l) {
+        level[l] = level[l - 1] +
+                   __shfl_xor_sync(kFullMask, level[l - 1], 1 << (l - 1));
+      }
+      T low = b > 0 ? ends[b - 1] : remnant_total;
+      T high = blocks > 1 ? ends[b] : total;
+      int first = 0;
+#pragma unroll
+      for (int l = cat::kLevels - 1; l >= 0; --l) {
+        const int bit = 1 << l;
+        const bool right = (row_lane & bit) != 0;
+        const T y =
+            __shfl_sync(kFullMask, level[l], right ? first + bit : first);
+        const T compare = cat::ButterflyCompareValue(low, high, y, right);
+        if (u < compare) {
+          high = compare;
+        } else {
+          low = compare;
+          first += bit;
+        }
+      }
+      j = remnant + kWarpSize * b + first;
+    }
+    j = SkipZero(row, categories, j, logits, row_max);
+    if (lane == 0) my_out[d] = static_cast<int32_t>(j);
+  }
+}
+
+// ------------------------------------------------------------------ host --
+
+size_t ElementSize(Precision precision) {
+  return precision == Precision::kFloat64 ? sizeof(double) : sizeof(float);
+}
+
+template <typename V>
+absl::Status SegmentError(size_t i, const char* field, const V& value,
+                          const char* rule) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("segments[", i, "].", field, " = ", value, ": ", rule));
+}
+
+template <typename T>
+absl::Status LaunchOne(void (*kernel)(KernelParams<T>), KernelParams<T> params,
+                       int64_t task_offset, int64_t task_end,
+                       int32_t warp_elems, cudaStream_t stream) {
+  if (task_end <= task_offset) return absl::OkStatus();
+  const int64_t grid =
+      (task_end - task_offset + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (grid > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LaunchSampleCategorical: ", task_end - task_offset,
+                     " tasks are more than one launch can take"));
+  }
+  params.task_offset = task_offset;
+  params.task_end = task_end;
+  params.smem_warp_elems = warp_elems;
+  const size_t smem = static_cast<size_t>(kWarpsPerBlock) *
+                      static_cast<size_t>(warp_elems) * sizeof(T);
+  // Past 48 KiB a block needs the function's dynamic limit raised.
+  if (smem > 48 * 1024) {
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(smem)));
+  }
+  kernel<<<dim3(static_cast<unsigned>(grid)), kBlockThreads, smem, stream>>>(
+      params);
+  SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status Launch(const CategoricalPlan& plan,
+                    const CategoricalSegment* device_segments, const T* values,
+                    int32_t* out, void* workspace, size_t workspace_bytes,
+                    cudaStream_t stream) {
+  const Precision precision =
+      std::is_same_v<T, double> ? Precision::kFloat64 : Precision::kFloat32;
+  if (plan.precision != precision) {
+    return absl::InvalidArgumentError(
+        "LaunchSampleCategorical: values of the other precision than the "
+        "plan's");
+  }
+  if (plan.tasks == 0) return absl::OkStatus();
+  if (device_segments == nullptr || values == nullptr || out == nullptr) {
+    return absl::InvalidArgumentError(
+        "LaunchSampleCategorical: null device pointer");
+  }
+  if (workspace_bytes < plan.workspace_bytes ||
+      (plan.workspace_bytes > 0 && workspace == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LaunchSampleCategorical: workspace of ", workspace_bytes,
+                     " bytes, the plan needs ", plan.workspace_bytes));
+  }
+  if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+    return absl::InvalidArgumentError(
+        "LaunchSampleCategorical: workspace not aligned to 16 bytes");
+  }
+  if (plan.split_task < 0 || plan.split_task > plan.tasks) {
+    return absl::InvalidArgumentError("LaunchSampleCategorical: bad plan");
+  }
+  KernelParams<T> params{};
+  params.segments = device_segments;
+  params.num_segments = plan.num_segments;
+  params.values = values;
+  params.out = out;
+  params.workspace = static_cast<T*>(workspace);
+  params.smem_remnant = plan.smem_remnant;
+  params.smem_rowmax = plan.smem_rowmax;
+  params.smem_block_ends = plan.smem_block_ends;
+  params.smem_block_cap = plan.smem_block_cap;
+  switch (plan.kernel) {
+    case CategoricalKernel::kButterfly: {
+      const bool capped = plan.register_cap;
+      if (absl::Status s = LaunchOne<T>(
+              capped ? ButterflyKernelCapped<T, false, kCappedMinBlocksSingle>
+                     : ButterflyKernel<T, false>,
+              params, 0, plan.split_task, plan.smem_warp_elems[0], stream);
+          !s.ok()) {
+        return s;
+      }
+      return LaunchOne<T>(
+          capped ? ButterflyKernelCapped<T, true, kCappedMinBlocksMulti>
+                 : ButterflyKernel<T, true>,
+          params, plan.split_task, plan.tasks, plan.smem_warp_elems[1], stream);
+    }
+    case CategoricalKernel::kPrefixSum:
+      return LaunchOne<T>(PrefixSumKernel<T>, params, 0, plan.tasks, 0, stream);
+    case CategoricalKernel::kWarpPerRow:
+      return LaunchOne<T>(WarpPerRowKernel<T>, params, 0, plan.tasks,
+                          plan.smem_warp_elems[0], stream);
+  }
+  return absl::InvalidArgumentError("LaunchSampleCategorical: bad kernel");
+}
+
+}  // namespace
+
+const char* CategoricalKernelName(CategoricalKernel kernel) {
+  switch (kernel) {
+    case CategoricalKernel::kButterfly:
+      return "butterfly";
+    case CategoricalKernel::kPrefixSum:
+      return "prefix-sum";
+    case CategoricalKernel::kWarpPerRow:
+      return "warp-per-row";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
+    absl::Span<CategoricalSegment> segments, Precision precision,
+    uint64_t values_size, uint64_t out_size, CategoricalKernel kernel) {
+  if (kernel != CategoricalKernel::kButterfly &&
+      kernel != CategoricalKernel::kPrefixSum &&
+      kernel != CategoricalKernel::kWarpPerRow) {
+    return absl::InvalidArgumentError("PrepareCategoricalSegments: bad kernel");
+  }
+  if (segments.size() >
+      static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PrepareCategoricalSegments: ", segments.size(), " segments"));
+  }
+  const bool is_double = precision == Precision::kFloat64;
+  const int64_t butterfly_cap =
+      is_double ? ButterflyBlockCap<double>() : ButterflyBlockCap<float>();
+  const int64_t warp_per_row_cap =
+      is_double ? WarpPerRowBlockCap<double>() : WarpPerRowBlockCap<float>();
+  // Workspace elements are counted in uint64 and checked against this.
+  const uint64_t max_elems =
+      std::numeric_limits<uint64_t>::max() / 64 / ElementSize(precision);
+
+  // First pass: validate everything, so that the array stays unchanged on
+  // error.
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const CategoricalSegment& s = segments[i];
+    if (s.rows < 1) return SegmentError(i, "rows", s.rows, "must be >= 1");
+    if (s.categories < 1 ||
+        s.categories > std::numeric_limits<int32_t>::max()) {
+      return SegmentError(i, "categories", s.categories,
+                          "must be in [1, 2147483647]");
+    }
+    if (s.draws < 1 || s.draws > kMaxCategoricalDraws) {
+      return SegmentError(
+          i, "draws", s.draws,
+          absl::StrCat("must be in [1, ", kMaxCategoricalDraws, "]").c_str());
+    }
+    if (s.kind != WeightKind::kWeights && s.kind != WeightKind::kLogits) {
+      return SegmentError(i, "kind", static_cast<int>(s.kind),
+                          "must be weights or logits");
+    }
+    if (s.first_row > std::numeric_limits<uint64_t>::max() -
+                          static_cast<uint64_t>(s.rows - 1)) {
+      return SegmentError(i, "first_row", s.first_row,
+                          "row indices must stay below 2^64");
+    }
+    const uint64_t rows = static_cast<uint64_t>(s.rows);
+    const uint64_t k = static_cast<uint64_t>(s.categories);
+    if (rows > values_size / k || s.values_offset > values_size - rows * k) {
+      return SegmentError(
+          i, "values_offset", s.values_offset,
+          absl::StrCat("rows * categories = ", s.rows, " * ", s.categories,
+                       " values must fit in values_size = ", values_size)
+              .c_str());
+    }
+    const uint64_t d = static_cast<uint64_t>(s.draws);
+    if (rows > out_size / d || s.out_offset > out_size - rows * d) {
+      return SegmentError(
+          i, "out_offset", s.out_offset,
+          absl::StrCat("rows * draws = ", s.rows, " * ", s.draws,
+                       " outputs must fit in out_size = ", out_size)
+              .c_str());
+    }
+  }
+
+  // kButterfly: segments with K < 64 first (stable), one launch per class.
+  const auto multi_block = [](const CategoricalSegment& s) {
+    return cat::NumBlocks(s.categories) > 1;
+  };
+  if (kernel == CategoricalKernel::kButterfly) {
+    std::stable_partition(
+        segments.begin(), segments.end(),
+        [&](const CategoricalSegment& s) { return !multi_block(s); });
+  }
+
+  CategoricalPlan plan;
+  plan.kernel = kernel;
+  plan.precision = precision;
+  plan.num_segments = static_cast<int32_t>(segments.size());
+  int64_t tasks = 0;
+  int64_t split = -1;
+  uint64_t workspace = 0;
+  bool any_remnant = false;
+  bool any_logits = false;
+  int64_t block_cap_used = 0;
+  for (CategoricalSegment& s : segments) {
+    const int64_t blocks = cat::NumBlocks(s.categories);
+    if (kernel == CategoricalKernel::kButterfly && split < 0 &&
+        multi_block(s)) {
+      split = tasks;
+    }
+    const int64_t seg_tasks =
+        kernel == CategoricalKernel::kWarpPerRow
+            ? s.rows
+            : (cat::LaneOf(s.first_row) + s.rows + kWarpSize - 1) / kWarpSize;
+    s.task_begin = tasks;
+    s.workspace_offset = 0;
+    tasks += seg_tasks;
+    uint64_t need = 0;  // workspace elements
+    switch (kernel) {
+      case CategoricalKernel::kButterfly:
+        any_remnant = any_remnant || cat::RemnantSize(s.categories) > 0;
+        any_logits = any_logits || s.kind == WeightKind::kLogits;
+        if (blocks > butterfly_cap) {
+          need = static_cast<uint64_t>(seg_tasks) * kWarpSize * blocks;
+        } else if (blocks > 1 && blocks > block_cap_used) {
+          block_cap_used = blocks;
+        }
+        break;
+      case CategoricalKernel::kPrefixSum:
+        need = static_cast<uint64_t>(seg_tasks) * kWarpSize * s.categories;
+        break;
+      case CategoricalKernel::kWarpPerRow:
+        if (blocks > warp_per_row_cap) {
+          need = static_cast<uint64_t>(s.rows) * blocks;
+        } else if (blocks > block_cap_used) {
+          block_cap_used = blocks;
+        }
+        break;
+    }
+    if (need > 0) {
+      // Every segment's area starts on a multiple of 32 elements, so that
+      // the warps' interleaved rows of E_b are 128-byte aligned.
+      workspace = (workspace + kWarpSize - 1) / kWarpSize * kWarpSize;
+      s.workspace_offset = workspace;
+      workspace += need;
+      if (workspace > max_elems) {
+        return absl::InvalidArgumentError(
+            "PrepareCategoricalSegments: workspace too large");
+      }
+    }
+  }
+  plan.tasks = tasks;
+  plan.split_task = split < 0 ? tasks : split;
+  plan.workspace_bytes =
+      static_cast<size_t>(workspace) * ElementSize(precision);
+
+  // Keep each warp's area 16-byte aligned.
+  const auto round = [](int32_t elems) { return (elems + 3) / 4 * 4; };
+  int32_t elems = 0;
+  if (kernel == CategoricalKernel::kButterfly) {
+    if (any_remnant) {
+      plan.smem_remnant = elems;
+      elems += kWarpSize * kRemnantStride;
+    }
+    if (any_logits) {
+      plan.smem_rowmax = elems;
+      elems += kWarpSize;
+    }
+    plan.smem_warp_elems[0] = round(elems);
+    if (block_cap_used > 0) {
+      plan.smem_block_ends = elems;
+      elems += static_cast<int32_t>(kWarpSize * block_cap_used);
+    }
+    plan.smem_warp_elems[1] = round(elems);
+  } else if (kernel == CategoricalKernel::kWarpPerRow) {
+    if (block_cap_used > 0) {
+      plan.smem_block_ends = 0;
+      elems = static_cast<int32_t>(block_cap_used);
+    }
+    plan.smem_warp_elems[0] = plan.smem_warp_elems[1] = round(elems);
+  }
+  plan.smem_block_cap = static_cast<int32_t>(block_cap_used);
+  return plan;
+}
+
+absl::Status LaunchSampleCategorical(const CategoricalPlan& plan,
+                                     const CategoricalSegment* device_segments,
+                                     const float* values, int32_t* out,
+                                     void* workspace, size_t workspace_bytes,
+                                     cudaStream_t stream) {
+  return Launch<float>(plan, device_segments, values, out, workspace,
+                       workspace_bytes, stream);
+}
+
+absl::Status LaunchSampleCategorical(const CategoricalPlan& plan,
+                                     const CategoricalSegment* device_segments,
+                                     const double* values, int32_t* out,
+                                     void* workspace, size_t workspace_bytes,
+                                     cudaStream_t stream) {
+  return Launch<double>(plan, device_segments, values, out, workspace,
+                        workspace_bytes, stream);
+}
+
+}  // namespace sampler::kernels::cuda

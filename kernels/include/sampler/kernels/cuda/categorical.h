@@ -1,0 +1,161 @@
+// CUDA backend of SampleCategorical: the butterfly-patterned partial sums of
+// Steele & Tristan (categorical-butterfly-partial-sums.txt, Algorithms 7 to
+// 10), returning exactly the indices of SampleCategoricalCpu
+// (docs/randomness.md, section "Categorical").
+//
+// One launch covers a whole segmented batch of one precision: every segment
+// is one request (or a chunk of one) with its own K, D, seed, first row,
+// weights or logits and output offset. As for the other kinds, the host side
+// works in two steps so that the launcher never allocates and never copies:
+//
+//   1. PrepareCategoricalSegments(segments, ...) validates the segment
+//      shapes, numbers their tasks (task_begin) and places their scratch in
+//      one workspace (workspace_offset), returning a CategoricalPlan;
+//   2. the caller copies the prepared array as is to device memory (the
+//      struct has one layout on host and device), allocates
+//      plan.workspace_bytes of device memory if that is not zero, and calls
+//      LaunchSampleCategorical(plan, device_segments, values, out, ...),
+//      which queues one kernel on the caller's stream.
+//
+// The values themselves are not checked on the device: the caller validates
+// them first (ValidateCategorical), as the server does for every request.
+#ifndef SAMPLER_KERNELS_CUDA_CATEGORICAL_H_
+#define SAMPLER_KERNELS_CUDA_CATEGORICAL_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/categorical.h"
+#include "sampler/kernels/common.h"
+
+namespace sampler::kernels::cuda {
+
+enum class CategoricalKernel {
+  // The service's kernel: 32 rows per warp, transposed coalesced loads, the
+  // butterfly table built with __shfl_xor_sync, the butterfly search, the
+  // remnant. Bits of SampleCategoricalCpu.
+  kButterfly,
+  // The in-house baseline (the paper's Algorithms 1 and 3): one thread per
+  // row, a full sequential prefix-sum table in the workspace, a binary
+  // search. Bits of SampleCategoricalReferenceCpu.
+  kPrefixSum,
+  // For comparison in benchmarks: one warp per row, coalesced without any
+  // transposition, block tree sums by xor butterflies, the contract's search
+  // done by the whole warp. Bits of SampleCategoricalCpu.
+  kWarpPerRow,
+};
+
+// "butterfly", "prefix-sum", "warp-per-row".
+const char* CategoricalKernelName(CategoricalKernel kernel);
+
+// One request (or a chunk of one) of a segmented batch: rows first_row ..
+// first_row + rows - 1 of a request under `seed`, their values row after row
+// from values[values_offset] on, draw d of row r written to
+// out[out_offset + r * draws + d] (SampleCategoricalCpu's layout).
+//
+// Plain data, trivially copyable, with the same layout on host and device:
+// the batcher fills an array of these (pinned memory, say) and copies it to
+// the device byte for byte after PrepareCategoricalSegments.
+struct CategoricalSegment {
+  // Elements of the precision's type from the start of the batch's values.
+  uint64_t values_offset = 0;
+  // int32 outputs from the start of the batch's output.
+  uint64_t out_offset = 0;
+  uint64_t seed = 0;
+  // Item index (Philox counter and contract lane) of the segment's row 0.
+  // Any value: a chunk that starts mid-warp is placed at lane
+  // first_row mod 32 so that the hardware lane is the contract's lane.
+  uint64_t first_row = 0;
+  int64_t rows = 0;
+  int64_t categories = 0;  // K
+  int32_t draws = 1;       // D
+  WeightKind kind = WeightKind::kWeights;
+  // Set by PrepareCategoricalSegments: tasks of all earlier segments (a task
+  // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow), so that
+  // a warp finds its segment by binary search.
+  int64_t task_begin = 0;
+  // Set by PrepareCategoricalSegments: where this segment's scratch starts
+  // in the workspace, in elements of the precision's type (0 if it has
+  // none).
+  uint64_t workspace_offset = 0;
+};
+
+// What PrepareCategoricalSegments decided; LaunchSampleCategorical takes it
+// as is. Plain data.
+struct CategoricalPlan {
+  CategoricalKernel kernel = CategoricalKernel::kButterfly;
+  Precision precision = Precision::kFloat32;
+  int32_t num_segments = 0;
+  int64_t tasks = 0;  // warps to launch, all launches together
+  // kButterfly runs two kernels, one per class of K (their register needs
+  // differ): tasks [0, split_task) are the segments with K < 64, [split_task,
+  // tasks) those with K >= 64. The other kernels run one launch
+  // (split_task = tasks).
+  int64_t split_task = 0;
+  // Device memory the launch needs as scratch, 0 for most batches:
+  // kButterfly keeps each row's block-end prefixes E_b in shared memory up
+  // to 64 blocks (float; 32 for double), in the workspace beyond, which is
+  // 1/32 of those segments' values; kPrefixSum writes its prefix table
+  // there (as large as the values); kWarpPerRow keeps up to 2048 (float;
+  // 1024 for double) block ends per row in shared memory, the rest in the
+  // workspace.
+  size_t workspace_bytes = 0;
+  // Shared-memory layout per warp, in elements of the precision's type
+  // (offsets are -1 where a part is absent), and each launch's size per
+  // warp.
+  int32_t smem_remnant = -1;     // 32 x 33 staging area / remnant prefixes
+  int32_t smem_rowmax = -1;      // 32 row maxima (logits)
+  int32_t smem_block_ends = -1;  // block ends, smem_block_cap per row
+  int32_t smem_block_cap = 0;
+  int32_t smem_warp_elems[2] = {0, 0};
+  // kButterfly only, for benchmarks: run instances compiled with a register
+  // cap (more resident warps, some spilling) instead of the default ones.
+  bool register_cap = false;
+};
+
+// Validates every segment's shape (rows >= 1, 1 <= categories <= INT32_MAX,
+// 1 <= draws <= kMaxCategoricalDraws, kind, no item index past 2^64 - 1,
+// its values inside [0, values_size) and its outputs inside [0, out_size)),
+// for kButterfly reorders the array stably so that segments with K < 64 come
+// first (the order of segments changes no bit of the output), sets
+// task_begin and workspace_offset in place and returns the plan.
+// InvalidArgument naming the segment index and field otherwise, with the
+// array unchanged. Outputs of different segments must not overlap; that is
+// not checked. An empty array gives a plan of no tasks.
+absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
+    absl::Span<CategoricalSegment> segments, Precision precision,
+    uint64_t values_size, uint64_t out_size,
+    CategoricalKernel kernel = CategoricalKernel::kButterfly);
+
+// Queues the kernels for a prepared batch on `stream` (one launch per class
+// of K present, see CategoricalPlan) and returns once they are queued; the
+// output is ready when the stream reaches that point.
+//
+// `device_segments` points to a byte-for-byte copy of the array that
+// PrepareCategoricalSegments prepared with `plan`, unchanged until the
+// kernel finishes; `values` holds the batch's values (the plan's precision;
+// the overload of the other type answers InvalidArgument), `out` its int32
+// outputs, and `workspace` at least plan.workspace_bytes of device memory
+// aligned to 16 bytes (may be null when that is 0). Nothing is allocated and
+// nothing is copied. InvalidArgument for a null pointer with work to do or a
+// short workspace; a CUDA error as its absl::Status (cuda/status.h). A plan
+// of no tasks queues nothing.
+absl::Status LaunchSampleCategorical(const CategoricalPlan& plan,
+                                     const CategoricalSegment* device_segments,
+                                     const float* values, int32_t* out,
+                                     void* workspace, size_t workspace_bytes,
+                                     cudaStream_t stream);
+absl::Status LaunchSampleCategorical(const CategoricalPlan& plan,
+                                     const CategoricalSegment* device_segments,
+                                     const double* values, int32_t* out,
+                                     void* workspace, size_t workspace_bytes,
+                                     cudaStream_t stream);
+
+}  // namespace sampler::kernels::cuda
+
+#endif  // SAMPLER_KERNELS_CUDA_CATEGORICAL_H_

@@ -1,0 +1,517 @@
+// GPU tests of the categorical kernels: every output must equal, bit for
+// bit, what the CPU backend returns for the same request (kButterfly and
+// kWarpPerRow: SampleCategoricalCpu; kPrefixSum:
+// SampleCategoricalReferenceCpu). Inputs are fresh random values from
+// std::random_device seeds, printed on failure; outputs are poisoned before
+// each launch so that an unwritten output fails. Skipped without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "sampler/kernels/categorical.h"
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/categorical.h"
+#include "sampler/kernels/cuda/raii.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace sampler::kernels::cuda {
+namespace {
+
+constexpr int32_t kPoison = static_cast<int32_t>(0xabababab);
+
+// Input values from a seeded engine, converted by hand so that they do not
+// depend on the standard library's distributions.
+class InputRng {
+ public:
+  explicit InputRng(uint64_t seed) : engine_(seed) {}
+  double Unit() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  int64_t Below(int64_t n) {
+    return static_cast<int64_t>(Unit() * static_cast<double>(n));
+  }
+  uint64_t Bits() { return engine_(); }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+uint64_t FreshSeed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) | device();
+}
+
+// One row's values of kind `kind` in T: a mix of patterns that exercises
+// zero weights (and -inf logits), wide dynamic ranges, subnormals and rows
+// whose mass sits in one category.
+template <typename T>
+void FillRow(InputRng& rng, int64_t k, WeightKind kind, T* row) {
+  const int pattern = static_cast<int>(rng.Below(6));
+  // Up to 1e30 for float (so that a row of 1500 stays under max / 2), 1e300
+  // for double.
+  const double big = std::is_same_v<T, float> ? 1e30 : 1e300;
+  const double tiny = std::is_same_v<T, float> ? 1e-42 : 1e-310;  // subnormal
+  std::vector<double> w(k);
+  for (int64_t j = 0; j < k; ++j) {
+    const double u = rng.Unit();
+    switch (pattern) {
+      case 0:  // uniform (0, 1]
+        w[j] = 1.0 - u;
+        break;
+      case 1:  // log-uniform over 30 decades, some zeros
+        w[j] = rng.Below(4) == 0 ? 0.0 : std::pow(10.0, -30.0 * u);
+        break;
+      case 2:  // mostly zeros
+        w[j] = rng.Below(8) == 0 ? 1.0 - u : 0.0;
+        break;
+      case 3:  // huge and tiny (subnormal) together
+        w[j] = rng.Below(3) == 0 ? big * (1.0 - u)
+                                 : (rng.Below(2) == 0 ? tiny : 0.0);
+        break;
+      case 4:  // one dominant category among tiny ones
+        w[j] = 1e-20 * (1.0 - u);
+        break;
+      default:  // small integers with many zeros (ties at boundaries)
+        w[j] = static_cast<double>(rng.Below(3));
+        break;
+    }
+  }
+  if (pattern == 4) w[rng.Below(k)] = 1.0;
+  // Never all zero.
+  bool any = false;
+  for (double x : w) any = any || static_cast<T>(x) > T(0);
+  if (!any) w[rng.Below(k)] = 1.0;
+  for (int64_t j = 0; j < k; ++j) {
+    if (kind == WeightKind::kWeights) {
+      row[j] = static_cast<T>(w[j]);
+    } else {
+      // Logits: log of the weight (-inf for zero), shifted by a random
+      // offset so that the maximum is not 0.
+      const T l = w[j] > 0 ? static_cast<T>(std::log(w[j]))
+                           : -std::numeric_limits<T>::infinity();
+      row[j] = l + static_cast<T>(std::floor(40.0 * rng.Unit() - 20.0));
+    }
+  }
+}
+
+template <typename T>
+std::vector<T> MakeValues(InputRng& rng, int64_t rows, int64_t k,
+                          WeightKind kind) {
+  std::vector<T> v(static_cast<size_t>(rows * k));
+  for (int64_t r = 0; r < rows; ++r) FillRow(rng, k, kind, v.data() + r * k);
+  return v;
+}
+
+const char* KindName(WeightKind kind) {
+  return kind == WeightKind::kLogits ? "logits" : "weights";
+}
+
+// A request (or a chunk of one) and its expected output from the CPU.
+struct Request {
+  CategoricalSegment segment;
+  std::vector<int32_t> expected;
+};
+
+// A segmented batch: the concatenated values, the segments, and everything
+// the CPU expects.
+template <typename T>
+struct Batch {
+  std::vector<T> values;
+  std::vector<Request> requests;
+  uint64_t out_size = 0;
+
+  // Appends a request of `rows` rows; its expected output comes from
+  // `kernel`'s CPU twin.
+  void Add(InputRng& rng, int64_t rows, int64_t k, int32_t draws,
+           WeightKind kind, uint64_t seed, uint64_t first_row,
+           CategoricalKernel kernel) {
+    std::vector<T> v = MakeValues<T>(rng, rows, k, kind);
+    AddValues(v, rows, k, draws, kind, seed, first_row, kernel);
+  }
+
+  void AddValues(const std::vector<T>& v, int64_t rows, int64_t k,
+                 int32_t draws, WeightKind kind, uint64_t seed,
+                 uint64_t first_row, CategoricalKernel kernel) {
+    Request req;
+    req.segment.values_offset = values.size();
+    req.segment.out_offset = out_size;
+    req.segment.seed = seed;
+    req.segment.first_row = first_row;
+    req.segment.rows = rows;
+    req.segment.categories = k;
+    req.segment.draws = draws;
+    req.segment.kind = kind;
+    values.insert(values.end(), v.begin(), v.end());
+    out_size += static_cast<uint64_t>(rows * draws);
+    req.expected.assign(static_cast<size_t>(rows * draws), -1);
+    const CategoricalShape shape{rows, k, draws};
+    const absl::Status s =
+        kernel == CategoricalKernel::kPrefixSum
+            ? SampleCategoricalReferenceCpu<T>(v, shape, kind, seed, first_row,
+                                               absl::MakeSpan(req.expected))
+            : SampleCategoricalCpu<T>(v, shape, kind, seed, first_row,
+                                      absl::MakeSpan(req.expected));
+    ASSERT_TRUE(s.ok()) << s;
+    requests.push_back(std::move(req));
+  }
+};
+
+// Runs `batch` through `kernel` on the GPU and returns the whole output.
+template <typename T>
+std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel) {
+  std::vector<CategoricalSegment> segments;
+  for (const Request& r : batch.requests) segments.push_back(r.segment);
+  const Precision precision =
+      std::is_same_v<T, double> ? Precision::kFloat64 : Precision::kFloat32;
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), precision,
+                                 batch.values.size(), batch.out_size, kernel);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return {};
+
+  absl::StatusOr<Stream> stream = Stream::Create();
+  EXPECT_TRUE(stream.ok()) << stream.status();
+  if (!stream.ok()) return {};
+  cudaStream_t st = stream->get();
+  auto values = DeviceBuffer::Create(batch.values.size() * sizeof(T), st);
+  auto out = DeviceBuffer::Create(batch.out_size * sizeof(int32_t), st);
+  auto segs =
+      DeviceBuffer::Create(segments.size() * sizeof(CategoricalSegment), st);
+  auto workspace = DeviceBuffer::Create(plan->workspace_bytes, st);
+  EXPECT_TRUE(values.ok() && out.ok() && segs.ok() && workspace.ok());
+  if (!values.ok() || !out.ok() || !segs.ok() || !workspace.ok()) return {};
+  EXPECT_EQ(cudaMemcpyAsync(values->data(), batch.values.data(),
+                            batch.values.size() * sizeof(T),
+                            cudaMemcpyHostToDevice, st),
+            cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(segs->data(), segments.data(),
+                            segments.size() * sizeof(CategoricalSegment),
+                            cudaMemcpyHostToDevice, st),
+            cudaSuccess);
+  // Poison: every output must be written.
+  EXPECT_EQ(
+      cudaMemsetAsync(out->data(), 0xab, batch.out_size * sizeof(int32_t), st),
+      cudaSuccess);
+  if (plan->workspace_bytes > 0) {
+    EXPECT_EQ(
+        cudaMemsetAsync(workspace->data(), 0xff, plan->workspace_bytes, st),
+        cudaSuccess);
+  }
+  const absl::Status launched = LaunchSampleCategorical(
+      *plan, static_cast<const CategoricalSegment*>(segs->data()),
+      static_cast<const T*>(values->data()), static_cast<int32_t*>(out->data()),
+      workspace->data(), workspace->size(), st);
+  EXPECT_TRUE(launched.ok()) << launched;
+  std::vector<int32_t> host(batch.out_size, kPoison);
+  EXPECT_EQ(cudaMemcpyAsync(host.data(), out->data(),
+                            batch.out_size * sizeof(int32_t),
+                            cudaMemcpyDeviceToHost, st),
+            cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  return host;
+}
+
+// Compares every request's slice; reports the first mismatches.
+template <typename T>
+void ExpectMatches(const Batch<T>& batch, const std::vector<int32_t>& got,
+                   const std::string& what) {
+  ASSERT_EQ(got.size(), batch.out_size) << what;
+  int64_t bad = 0;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const Request& r = batch.requests[i];
+    const CategoricalSegment& s = r.segment;
+    for (int64_t row = 0; row < s.rows; ++row) {
+      for (int32_t d = 0; d < s.draws; ++d) {
+        const size_t at = static_cast<size_t>(row * s.draws + d);
+        const int32_t want = r.expected[at];
+        const int32_t have = got[s.out_offset + at];
+        if (want != have) {
+          if (++bad <= 8) {
+            ADD_FAILURE() << what << ": request " << i << " (K " << s.categories
+                          << ", D " << s.draws << ", " << KindName(s.kind)
+                          << ", seed " << s.seed << ", first_row "
+                          << s.first_row << ") row " << row << " draw " << d
+                          << ": CPU " << want << ", GPU " << have;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " mismatches";
+}
+
+template <typename T>
+class CategoricalGpuTest : public ::testing::Test {};
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(CategoricalGpuTest, Precisions);
+
+constexpr int64_t kCategories[] = {1,  2,   7,    31,   32,  33,
+                                   64, 100, 1000, 1024, 1500};
+constexpr int32_t kDraws[] = {1, 3, 17};
+
+// Each K, D and kind as its own request, rows not a multiple of 32, and a
+// first row that is usually not a multiple of 32 either.
+TYPED_TEST(CategoricalGpuTest, ButterflyMatchesCpuForEveryShape) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  for (int64_t k : kCategories) {
+    for (int32_t draws : kDraws) {
+      for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+        Batch<T> batch;
+        const int64_t rows = 33 + rng.Below(70) * (k > 512 ? 1 : 2);
+        const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
+        batch.Add(rng, rows, k, draws, kind, rng.Bits(), first_row,
+                  CategoricalKernel::kButterfly);
+        ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kButterfly),
+                      absl::StrCat("K ", k, " D ", draws, " ", KindName(kind)));
+      }
+    }
+  }
+}
+
+// One launch for many requests with their own K, D, kind, seed and first
+// row, some of a single row, in random order.
+TYPED_TEST(CategoricalGpuTest, ButterflyMixedBatch) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  for (int round = 0; round < 3; ++round) {
+    Batch<T> batch;
+    const int n = 20 + static_cast<int>(rng.Below(20));
+    for (int i = 0; i < n; ++i) {
+      const int64_t k = rng.Below(4) == 0
+                            ? kCategories[rng.Below(std::size(kCategories))]
+                            : 1 + rng.Below(300);
+      const int64_t rows = rng.Below(5) == 0 ? 1 : 1 + rng.Below(90);
+      const int32_t draws = rng.Below(3) == 0 ? 1 + rng.Below(9) : 1;
+      const WeightKind kind =
+          rng.Below(2) == 0 ? WeightKind::kWeights : WeightKind::kLogits;
+      const uint64_t first_row = rng.Below(2) == 0 ? 0 : rng.Below(1000);
+      batch.Add(rng, rows, k, draws, kind, rng.Bits(), first_row,
+                CategoricalKernel::kButterfly);
+    }
+    ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kButterfly),
+                  absl::StrCat("mixed batch ", round));
+  }
+}
+
+// A request cut into chunks at arbitrary rows (stream chunks start
+// mid-warp) and sent in one batch, out of order, equals the whole request
+// on the CPU.
+TYPED_TEST(CategoricalGpuTest, ButterflyChunksEqualTheWholeRequest) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  for (int64_t k : {int64_t{5}, int64_t{32}, int64_t{70}, int64_t{1000}}) {
+    const int64_t rows = 300;
+    const int32_t draws = 2;
+    const uint64_t request_seed = rng.Bits();
+    const std::vector<T> values =
+        MakeValues<T>(rng, rows, k, WeightKind::kWeights);
+    std::vector<int32_t> whole(rows * draws);
+    ASSERT_TRUE(SampleCategoricalCpu<T>(values, {rows, k, draws},
+                                        WeightKind::kWeights, request_seed, 0,
+                                        absl::MakeSpan(whole))
+                    .ok());
+    // Cut points, then the chunks in reverse order.
+    std::vector<int64_t> cuts = {0, rows};
+    for (int i = 0; i < 6; ++i) cuts.push_back(1 + rng.Below(rows - 1));
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    Batch<T> batch;
+    std::vector<std::pair<int64_t, uint64_t>> placed;  // first row, offset
+    for (size_t c = cuts.size() - 1; c > 0; --c) {
+      const int64_t begin = cuts[c - 1];
+      const int64_t end = cuts[c];
+      std::vector<T> chunk(values.begin() + begin * k,
+                           values.begin() + end * k);
+      placed.push_back({begin, batch.out_size});
+      batch.AddValues(chunk, end - begin, k, draws, WeightKind::kWeights,
+                      request_seed, static_cast<uint64_t>(begin),
+                      CategoricalKernel::kButterfly);
+    }
+    const std::vector<int32_t> got =
+        RunOnGpu(batch, CategoricalKernel::kButterfly);
+    ExpectMatches(batch, got, absl::StrCat("chunks, K ", k));
+    // And the chunks laid back together are the whole request.
+    for (size_t i = 0; i < placed.size(); ++i) {
+      const CategoricalSegment& s = batch.requests[i].segment;
+      for (int64_t r = 0; r < s.rows * draws; ++r) {
+        ASSERT_EQ(got[placed[i].second + r], whole[placed[i].first * draws + r])
+            << "K " << k << " chunk at row " << placed[i].first;
+      }
+    }
+  }
+}
+
+// Past the shared-memory capacity for block ends (64 blocks float, 32
+// double) the kernel keeps them in the workspace.
+TYPED_TEST(CategoricalGpuTest, ButterflyLargeKUsesTheWorkspace) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  batch.Add(rng, 45, 2100, 3, WeightKind::kWeights, rng.Bits(), 7,
+            CategoricalKernel::kButterfly);
+  batch.Add(rng, 33, 5000, 1, WeightKind::kLogits, rng.Bits(), 64,
+            CategoricalKernel::kButterfly);
+  batch.Add(rng, 40, 96, 2, WeightKind::kWeights, rng.Bits(), 3,
+            CategoricalKernel::kButterfly);
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kButterfly),
+                "large K");
+}
+
+// Many draws per row: several Philox blocks per row, and reloads of the
+// chosen blocks from draw to draw.
+TYPED_TEST(CategoricalGpuTest, ButterflyManyDraws) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  for (int64_t k : {int64_t{3}, int64_t{32}, int64_t{40}, int64_t{300}}) {
+    batch.Add(rng, 35, k, 257, WeightKind::kWeights, rng.Bits(), 1,
+              CategoricalKernel::kButterfly);
+  }
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kButterfly),
+                "many draws");
+}
+
+// The baseline agrees with the CPU reference (sequential prefix sums).
+TYPED_TEST(CategoricalGpuTest, PrefixSumMatchesCpuReference) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  for (int64_t k : kCategories) {
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      batch.Add(rng, 1 + rng.Below(60), k, kDraws[rng.Below(3)], kind,
+                rng.Bits(), rng.Below(100), CategoricalKernel::kPrefixSum);
+    }
+  }
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kPrefixSum),
+                "prefix sum");
+}
+
+// The comparison kernel (one warp per row) gives the contract's bits too.
+TYPED_TEST(CategoricalGpuTest, WarpPerRowMatchesCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  for (int64_t k : kCategories) {
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      batch.Add(rng, 1 + rng.Below(60), k, kDraws[rng.Below(3)], kind,
+                rng.Bits(), rng.Below(100), CategoricalKernel::kWarpPerRow);
+    }
+  }
+  batch.Add(rng, 5, 70000, 2, WeightKind::kWeights, rng.Bits(), 0,
+            CategoricalKernel::kWarpPerRow);  // block ends in the workspace
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kWarpPerRow),
+                "warp per row");
+}
+
+TEST(CategoricalGpuPlanTest, RejectsBadSegmentsAndLeavesThemUnchanged) {
+  // Host-only: no GPU needed.
+  std::vector<CategoricalSegment> segments(2);
+  segments[0].rows = 10;
+  segments[0].categories = 40;
+  segments[1].rows = 10;
+  segments[1].categories = 8;
+  segments[1].values_offset = 400;
+  segments[1].out_offset = 10;
+  EXPECT_TRUE(PrepareCategoricalSegments(absl::MakeSpan(segments),
+                                         Precision::kFloat32, 480, 20)
+                  .ok());
+  const auto rejected = [&](auto mutate, const char* field) {
+    std::vector<CategoricalSegment> s = segments;
+    mutate(s[1]);
+    const std::vector<CategoricalSegment> before = s;
+    absl::StatusOr<CategoricalPlan> plan = PrepareCategoricalSegments(
+        absl::MakeSpan(s), Precision::kFloat32, 480, 20);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
+        << field;
+    EXPECT_NE(plan.status().message().find(field), std::string::npos)
+        << plan.status();
+    EXPECT_EQ(std::memcmp(s.data(), before.data(),
+                          s.size() * sizeof(CategoricalSegment)),
+              0)
+        << field;
+  };
+  rejected([](CategoricalSegment& s) { s.rows = 0; }, "rows");
+  rejected([](CategoricalSegment& s) { s.categories = 0; }, "categories");
+  rejected([](CategoricalSegment& s) { s.categories = int64_t{1} << 31; },
+           "categories");
+  rejected([](CategoricalSegment& s) { s.draws = 0; }, "draws");
+  rejected([](CategoricalSegment& s) { s.values_offset = 401; },
+           "values_offset");
+  rejected([](CategoricalSegment& s) { s.out_offset = 11; }, "out_offset");
+  rejected([](CategoricalSegment& s) { s.first_row = ~uint64_t{0}; },
+           "first_row");
+  rejected([](CategoricalSegment& s) { s.kind = static_cast<WeightKind>(7); },
+           "kind");
+}
+
+TEST(CategoricalGpuPlanTest, OrdersSegmentsByClassAndCountsTasks) {
+  std::vector<CategoricalSegment> segments(3);
+  segments[0] = {0, 0, 1, 0, 100, 64, 1};       // K >= 64: 4 warps
+  segments[1] = {6400, 100, 2, 31, 2, 10, 1};   // starts at lane 31: 2 warps
+  segments[2] = {6420, 102, 3, 0, 1, 5000, 1};  // workspace: 156 blocks
+  absl::StatusOr<CategoricalPlan> plan = PrepareCategoricalSegments(
+      absl::MakeSpan(segments), Precision::kFloat32, 20000, 200);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[0].seed, 2u);  // the K < 64 segment first
+  EXPECT_EQ(segments[0].task_begin, 0);
+  EXPECT_EQ(plan->split_task, 2);
+  EXPECT_EQ(segments[1].task_begin, 2);
+  EXPECT_EQ(segments[2].task_begin, 6);
+  EXPECT_EQ(plan->tasks, 7);
+  EXPECT_EQ(plan->workspace_bytes, 32u * 156u * sizeof(float));
+}
+
+TEST(CategoricalGpuPlanTest, EmptyBatchLaunchesNothing) {
+  std::vector<CategoricalSegment> none;
+  absl::StatusOr<CategoricalPlan> plan = PrepareCategoricalSegments(
+      absl::MakeSpan(none), Precision::kFloat64, 0, 0);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->tasks, 0);
+  const double* values = nullptr;
+  EXPECT_TRUE(LaunchSampleCategorical(*plan, nullptr, values, nullptr, nullptr,
+                                      0, nullptr)
+                  .ok());
+  const float* float_values = nullptr;
+  EXPECT_EQ(LaunchSampleCategorical(*plan, nullptr, float_values, nullptr,
+                                    nullptr, 0, nullptr)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sampler::kernels::cuda
