@@ -1,39 +1,70 @@
 #include "server/backend_factory.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/cpu_backend.h"
+#if SAMPLER_WITH_CUDA_BACKEND
+#include "server/cuda_backend.h"
+#endif
 
 namespace sampler::server {
 namespace {
 
-// Why there is no GPU to use. The CUDA backend is not part of this build yet.
-constexpr char kNoCuda[] = "this build has no CUDA backend";
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
-                                                       int cpu_threads) {
-  if (name != "auto" && name != "cpu" && name != "cuda") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--backend = ", name, ": must be auto, cpu or cuda"));
-  }
-  if (name == "cuda") {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--backend = cuda: ", kNoCuda));
-  }
-  const int threads = cpu_threads > 0
-                          ? cpu_threads
+absl::StatusOr<std::unique_ptr<Backend>> Cpu(const BackendOptions& options,
+                                             const std::string& reason) {
+  const int threads = options.cpu_threads > 0
+                          ? options.cpu_threads
                           : static_cast<int>(std::max(
                                 1u, std::thread::hardware_concurrency()));
-  const std::string reason =
-      name == "cpu" ? "asked for with --backend=cpu" : kNoCuda;
   absl::StatusOr<std::unique_ptr<CpuBackend>> cpu =
       CpuBackend::Create(threads, reason);
   if (!cpu.ok()) return cpu.status();
   return std::unique_ptr<Backend>(*std::move(cpu));
+}
+
+#if SAMPLER_WITH_CUDA_BACKEND
+absl::StatusOr<std::unique_ptr<Backend>> Cuda(const BackendOptions& options,
+                                              const std::string& reason) {
+  CudaBackendOptions cuda;
+  cuda.devices = options.gpus;
+  cuda.streams_per_device = options.streams_per_gpu;
+  cuda.pool_limit_bytes = options.gpu_pool_limit_bytes;
+  cuda.pool_release_threshold_bytes = options.gpu_pool_release_threshold_bytes;
+  cuda.reason = reason;
+  absl::StatusOr<std::unique_ptr<CudaBackend>> backend =
+      CudaBackend::Create(std::move(cuda));
+  if (!backend.ok()) return backend.status();
+  return std::unique_ptr<Backend>(*std::move(backend));
+}
+#endif
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
+    const BackendOptions& options) {
+  const std::string& name = options.name;
+  if (name != "auto" && name != "cpu" && name != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend = ", name, ": must be auto, cpu or cuda"));
+  }
+  if (name == "cpu") return Cpu(options, "asked for with --backend=cpu");
+#if SAMPLER_WITH_CUDA_BACKEND
+  if (name == "cuda") return Cuda(options, "asked for with --backend=cuda");
+  if (CudaBackend::VisibleDevices() == 0) {
+    return Cpu(options, "no CUDA device is visible");
+  }
+  return Cuda(options, "a CUDA device is visible");
+#else
+  constexpr char kNoCuda[] = "this build has no CUDA backend (no nvcc)";
+  if (name == "cuda") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--backend = cuda: ", kNoCuda));
+  }
+  return Cpu(options, kNoCuda);
+#endif
 }
 
 }  // namespace sampler::server

@@ -2,19 +2,32 @@
 #ifndef SAMPLER_SERVER_BACKEND_FACTORY_H_
 #define SAMPLER_SERVER_BACKEND_FACTORY_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/backend.h"
 
 namespace sampler::server {
 
-// "cpu": the CPU backend with `cpu_threads` threads (0: one per core).
-// "cuda": the CUDA backend, or an error if none can run here.
-// "auto": CUDA when a usable GPU is present, else CPU; Info().reason says why.
-absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
-                                                       int cpu_threads);
+struct BackendOptions {
+  // "auto": CUDA when a usable GPU is present, else CPU; "cpu"; "cuda" (an
+  // error if no GPU can be used). Info().reason says why.
+  std::string name = "auto";
+  // CPU backend threads (0: one per core).
+  int cpu_threads = 0;
+  // CUDA backend: GPUs to use (empty: all), streams per GPU, the cap on each
+  // GPU's memory pool (0: none) and what the pool keeps between batches.
+  std::vector<int> gpus;
+  int streams_per_gpu = 4;
+  int64_t gpu_pool_limit_bytes = 0;
+  int64_t gpu_pool_release_threshold_bytes = int64_t{1} << 30;
+};
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
+    const BackendOptions& options);
 
 }  // namespace sampler::server
 

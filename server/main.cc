@@ -14,11 +14,13 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.pb.h"
@@ -48,6 +50,15 @@ ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "Largest gRPC message received or sent, in bytes");
 ABSL_FLAG(int32_t, worker_threads, 0,
           "CPU backend threads (0: one per core)");
+ABSL_FLAG(std::vector<std::string>, gpus, {},
+          "CUDA backend: GPUs to use, e.g. 0,2 (empty: every visible GPU)");
+ABSL_FLAG(int32_t, streams_per_gpu, 4,
+          "CUDA backend: streams (batches in flight) per GPU");
+ABSL_FLAG(int64_t, gpu_pool_limit_bytes, 0,
+          "CUDA backend: cap on each GPU's memory pool (0: none); a batch "
+          "that does not fit fails with RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, gpu_pool_release_threshold_bytes, int64_t{1} << 30,
+          "CUDA backend: pool memory kept reserved between batches");
 ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
           "On SIGTERM: how long to stay up reporting NOT_SERVING before "
           "refusing new calls (lets load balancers move away)");
@@ -61,8 +72,25 @@ constexpr char kVersion[] = "0.1.0";
 constexpr char kServiceName[] = "sampler.v1.SamplerService";
 
 int Run() {
-  absl::StatusOr<std::unique_ptr<Backend>> backend = CreateBackend(
-      absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_worker_threads));
+  BackendOptions backend_options;
+  backend_options.name = absl::GetFlag(FLAGS_backend);
+  backend_options.cpu_threads = absl::GetFlag(FLAGS_worker_threads);
+  for (const std::string& gpu : absl::GetFlag(FLAGS_gpus)) {
+    int index = 0;
+    if (!absl::SimpleAtoi(gpu, &index)) {
+      std::fprintf(stderr, "sampler-server: --gpus: %s is not a GPU index\n",
+                   gpu.c_str());
+      return 1;
+    }
+    backend_options.gpus.push_back(index);
+  }
+  backend_options.streams_per_gpu = absl::GetFlag(FLAGS_streams_per_gpu);
+  backend_options.gpu_pool_limit_bytes =
+      absl::GetFlag(FLAGS_gpu_pool_limit_bytes);
+  backend_options.gpu_pool_release_threshold_bytes =
+      absl::GetFlag(FLAGS_gpu_pool_release_threshold_bytes);
+  absl::StatusOr<std::unique_ptr<Backend>> backend =
+      CreateBackend(backend_options);
   if (!backend.ok()) {
     std::fprintf(stderr, "sampler-server: %s\n",
                  backend.status().ToString().c_str());

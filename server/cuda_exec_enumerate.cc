@@ -1,0 +1,148 @@
+// Enumerate batches on a GPU: every problem of every job in one segmented
+// batch per precision (direct warp-tiled convolution; the FFT path stays off,
+// since its error is absolute rather than relative). A problem whose result
+// left the precision's range on the GPU is recomputed by the CPU function,
+// which either succeeds (the log-space fallback) or names the overflow.
+#include <cstring>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/enumerate.h"
+#include "server/cuda_exec.h"
+
+namespace sampler::server {
+namespace {
+
+namespace kc = kernels::cuda;
+
+template <typename T>
+struct PlacedProblem {
+  EnumerateJob* job;
+  int problem;  // within the job
+  int index;    // within the builder
+};
+
+template <typename T>
+std::vector<kernels::PmfTerm<T>> Terms(const EnumerateProblem<T>& problem) {
+  std::vector<kernels::PmfTerm<T>> terms(problem.terms.size());
+  for (size_t t = 0; t < terms.size(); ++t) {
+    terms[t].offset = problem.offsets[t];
+    terms[t].values = problem.terms[t];
+  }
+  return terms;
+}
+
+// The CPU's answer for a problem the GPU could not represent.
+template <typename T>
+absl::Status RecomputeOnCpu(const EnumerateWork<T>& work, int p) {
+  const EnumerateProblem<T>& problem = work.problems[p];
+  const std::vector<kernels::PmfTerm<T>> terms = Terms(problem);
+  absl::StatusOr<kernels::Pmf<T>> pmf = kernels::EnumerateCpu<T>(
+      terms, work.input_space, work.output_space);
+  if (!pmf.ok()) {
+    return absl::Status(pmf.status().code(),
+                        absl::StrCat("problems[", p, "]: ",
+                                     pmf.status().message()));
+  }
+  std::memcpy(problem.out.data(), pmf->values.data(),
+              problem.out.size() * sizeof(T));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::StatusOr<double> RunEnumerate(Batch<EnumerateJob>& batch,
+                                    CudaSlot& slot) {
+  kc::EnumerateBatchBuilder<T> builder;
+  std::vector<PlacedProblem<T>> placed;
+  for (auto& job : batch.jobs) {
+    auto* work = std::get_if<EnumerateWork<T>>(&job->work);
+    if (work == nullptr) continue;  // the other precision's launch
+    for (size_t p = 0; p < work->problems.size(); ++p) {
+      const std::vector<kernels::PmfTerm<T>> terms = Terms(work->problems[p]);
+      absl::StatusOr<int> index =
+          builder.Add(terms, work->input_space, work->output_space);
+      if (!index.ok()) {  // validated before queueing: cannot happen
+        job->status = index.status();
+        break;
+      }
+      placed.push_back({job.get(), static_cast<int>(p), *index});
+    }
+  }
+  if (placed.empty()) return 0.0;
+  if (absl::Status s = builder.Finish(); !s.ok()) return s;
+
+  const size_t arena_bytes = builder.ArenaBytes();
+  const size_t out_bytes = static_cast<size_t>(builder.total_out()) * sizeof(T);
+  const size_t status_at = (out_bytes + 7) / 8 * 8;
+  const size_t status_bytes = builder.problems().size() * sizeof(uint32_t);
+  if (absl::Status s = slot.Reserve(arena_bytes, status_at + status_bytes);
+      !s.ok()) {
+    return s;
+  }
+  builder.PackInto(slot.in.data());
+  absl::StatusOr<kc::DeviceBuffer> arena = slot.Allocate(arena_bytes);
+  if (!arena.ok()) return arena.status();
+  absl::StatusOr<kc::DeviceBuffer> out = slot.Allocate(out_bytes);
+  if (!out.ok()) return out.status();
+  absl::StatusOr<kc::DeviceBuffer> status = slot.Allocate(status_bytes);
+  if (!status.ok()) return status.status();
+  absl::StatusOr<kc::DeviceBuffer> scratch =
+      slot.Allocate(builder.ScratchBytes());
+  if (!scratch.ok()) return scratch.status();
+
+  const cudaStream_t stream = slot.stream.get();
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arena->data(), slot.in.data(),
+                                               arena_bytes,
+                                               cudaMemcpyHostToDevice, stream));
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.start.get(), stream));
+  if (absl::Status s = kc::LaunchEnumerate<T>(
+          builder.View(arena->data(), out->as<T>(), status->as<uint32_t>(),
+                       scratch->data(), builder.ScratchBytes()),
+          stream);
+      !s.ok()) {
+    return s;
+  }
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.stop.get(), stream));
+  char* staged = static_cast<char*>(slot.out.data());
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+      staged, out->data(), out_bytes, cudaMemcpyDeviceToHost, stream));
+  SAMPLER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(staged + status_at, status->data(), status_bytes,
+                      cudaMemcpyDeviceToHost, stream));
+  absl::StatusOr<double> seconds = slot.Finish();
+  if (!seconds.ok()) return seconds;
+
+  const T* values = reinterpret_cast<const T*>(staged);
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(staged + status_at);
+  for (const PlacedProblem<T>& p : placed) {
+    const auto& work = std::get<EnumerateWork<T>>(p.job->work);
+    const EnumerateProblem<T>& problem = work.problems[p.problem];
+    if (words[p.index] != 0) {
+      if (absl::Status s = RecomputeOnCpu(work, p.problem);
+          !s.ok() && p.job->status.ok()) {
+        p.job->status = s;
+      }
+      continue;
+    }
+    const kc::EnumerateProblem& result = builder.problems()[p.index];
+    std::memcpy(problem.out.data(), values + result.out_begin,
+                problem.out.size() * sizeof(T));
+  }
+  return seconds;
+}
+
+}  // namespace
+
+absl::StatusOr<double> ExecuteOnGpu(Batch<EnumerateJob>& batch,
+                                    CudaSlot& slot) {
+  absl::StatusOr<double> f = RunEnumerate<float>(batch, slot);
+  if (!f.ok()) return f;
+  absl::StatusOr<double> d = RunEnumerate<double>(batch, slot);
+  if (!d.ok()) return d;
+  return *f + *d;
+}
+
+}  // namespace sampler::server
