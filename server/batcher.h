@@ -2,9 +2,11 @@
 // and hands them to the backend as whole batches.
 //
 // A batch closes when it holds `max_batch_items` work items or its oldest job
-// has waited `max_batch_delay`, whichever comes first; and only when the
-// backend has a free slot (Backend::Capacity), so that under load batches
-// grow instead of queueing up as many small launches. Jobs whose client has
+// has waited `max_batch_delay`, whichever comes first, or at once when no
+// batch of its kind is executing (`close_when_idle`: waiting would only add
+// latency); and only when the backend has a free slot (Backend::Capacity),
+// so that under load batches grow instead of queueing up as many small
+// launches. Jobs whose client has
 // gone or whose deadline has passed are dropped when their batch closes,
 // before any work is spent on them. A full queue refuses at once.
 #ifndef SAMPLER_SERVER_BATCHER_H_
@@ -59,6 +61,10 @@ class QueueBudget {
 struct BatcherOptions {
   int64_t max_batch_items = 1 << 20;
   absl::Duration max_batch_delay = absl::Milliseconds(2);
+  // Also close a batch at once when no batch of this kind is executing:
+  // waiting then only adds latency, since nothing would be launched
+  // meanwhile. Batches still grow under load, while one executes.
+  bool close_when_idle = true;
 };
 
 template <typename JobT>
@@ -144,7 +150,8 @@ class Batcher {
       const Clock::time_point close_at =
           queue_.front()->enqueued + absl::ToChronoNanoseconds(options_.max_batch_delay);
       cv_.wait_until(lock, close_at, [this] {
-        return queued_items_ >= options_.max_batch_items || draining_;
+        return queued_items_ >= options_.max_batch_items || draining_ ||
+               (options_.close_when_idle && in_flight_ == 0);
       });
       Batch<JobT> batch;
       std::vector<std::shared_ptr<JobT>> dropped;

@@ -37,6 +37,9 @@ ABSL_FLAG(int64_t, max_batch_items, int64_t{1} << 20,
           "A batch closes when it holds this many work items (1: no batching)");
 ABSL_FLAG(absl::Duration, max_batch_delay, absl::Milliseconds(2),
           "... or when its oldest request has waited this long");
+ABSL_FLAG(bool, close_batch_when_idle, true,
+          "... or at once when no batch of its kind is executing (waiting "
+          "would only add latency; batches still grow under load)");
 ABSL_FLAG(int64_t, max_queued_items, int64_t{1} << 26,
           "Work items waiting in all queues together; beyond this new "
           "requests get RESOURCE_EXHAUSTED");
@@ -126,6 +129,7 @@ int Run() {
   options.batcher.max_batch_items =
       std::max<int64_t>(1, absl::GetFlag(FLAGS_max_batch_items));
   options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
+  options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
   auto service = std::make_unique<SamplerServiceImpl>(options, backend->get(),
                                                       metrics.get());

@@ -9,6 +9,7 @@ packages=(
   libabsl-dev prometheus-cpp-dev librandom123-dev
   libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
   python3 python3-grpcio python3-protobuf
+  prometheus docker-compose nginx python3-yaml  # tests/deploy
 )
 
 missing=()

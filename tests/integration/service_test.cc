@@ -82,12 +82,19 @@ std::string BackendUnderTest() {
   return backend != nullptr && std::string(backend) == "cuda" ? "cuda" : "cpu";
 }
 
+// The server binary built beside this test, or SAMPLER_SERVER_BIN from the
+// environment (a bundle copied to a GPU host has other paths).
+std::string ServerBinary() {
+  const char* bin = std::getenv("SAMPLER_SERVER_BIN");
+  return bin != nullptr ? bin : SAMPLER_SERVER_BIN;
+}
+
 std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> flags) {
   // Two CPU workers: the CI machine has two cores.
   flags.push_back("--backend=" + BackendUnderTest());
   flags.push_back("--worker_threads=2");
   absl::StatusOr<std::unique_ptr<ServerProcess>> server =
-      ServerProcess::Start(SAMPLER_SERVER_BIN, flags);
+      ServerProcess::Start(ServerBinary(), flags);
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? *std::move(server) : nullptr;
 }
@@ -1279,7 +1286,8 @@ class SlowBatchTest : public ServerSuite<SlowBatchTest> {
   static constexpr int64_t kMaxQueuedItems = 1000;
 
   static std::vector<std::string> Flags() {
-    return {"--max_batch_delay=300ms", "--max_batch_items=1000000000",
+    return {"--max_batch_delay=300ms", "--close_batch_when_idle=false",
+            "--max_batch_items=1000000000",
             absl::StrCat("--max_queued_items=", kMaxQueuedItems)};
   }
 
@@ -1425,7 +1433,10 @@ TEST_F(SlowBatchTest, AStreamWhoseFirstChunkDoesNotFitIsRefusedAtOnce) {
 // window share them.
 class BatchingTest : public ServerSuite<BatchingTest> {
  public:
-  static std::vector<std::string> Flags() { return {"--max_batch_delay=50ms"}; }
+  // The delay rule alone, so that concurrent requests surely share batches.
+  static std::vector<std::string> Flags() {
+    return {"--max_batch_delay=50ms", "--close_batch_when_idle=false"};
+  }
 };
 
 // Sends `per_thread` small gamma requests from each of `threads` threads,
@@ -1553,7 +1564,8 @@ TEST_F(NoBatchingTest, EveryBatchHoldsOneRequest) {
 // with exact answers and the server exits 0.
 TEST(ShutdownTest, SigtermFinishesCallsInFlightRefusesNewOnesAndExitsZero) {
   std::unique_ptr<ServerProcess> server =
-      StartServer({"--max_batch_delay=2s", "--max_batch_items=1000000000",
+      StartServer({"--max_batch_delay=2s", "--close_batch_when_idle=false",
+                   "--max_batch_items=1000000000",
                    "--drain_delay=300ms", "--shutdown_grace=20s"});
   ASSERT_NE(server, nullptr);
   auto channel = NewChannel(*server);

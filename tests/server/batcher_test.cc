@@ -312,10 +312,14 @@ class BoundedBatcher {
   std::thread drainer_;
 };
 
-BatcherOptions Options(int64_t max_items, absl::Duration delay) {
+// The items-or-delay rule alone (close_when_idle off), which most tests
+// exercise; the idle rule has tests of its own.
+BatcherOptions Options(int64_t max_items, absl::Duration delay,
+                       bool close_when_idle = false) {
   BatcherOptions options;
   options.max_batch_items = max_items;
   options.max_batch_delay = delay;
+  options.close_when_idle = close_when_idle;
   return options;
 }
 
@@ -354,6 +358,37 @@ TEST_F(BatcherTest, ClosesWhenMaxBatchItemsIsReached) {
   EXPECT_EQ(backend.seen().size(), 1u);
   EXPECT_EQ(late->Calls(), 0);
   EXPECT_EQ(budget_.used(), 10);
+}
+
+// close_when_idle: with nothing of its kind executing, a job is launched at
+// once, whatever the delay; while a batch executes, later jobs gather and
+// leave together as soon as it completes (not after the delay).
+TEST_F(BatcherTest, ClosesAtOnceWhenIdleAndGathersWhileBusy) {
+  FakeBackend backend(/*capacity=*/4);
+  BoundedBatcher<> batcher(Options(1 << 20, kForever, /*close_when_idle=*/true),
+                           &budget_, &backend, &metrics_);
+  auto first = std::make_shared<Outcome>();
+  ASSERT_TRUE(batcher->Enqueue(MakeJob(1, 5, first)).ok());
+  ASSERT_TRUE(backend.WaitForBatches(1));  // at once, not after forever
+  EXPECT_EQ(backend.seen()[0].ids, Ids({1}));
+  std::vector<std::shared_ptr<Outcome>> later;
+  for (uint64_t id = 2; id <= 4; ++id) {
+    later.push_back(std::make_shared<Outcome>());
+    ASSERT_TRUE(batcher->Enqueue(MakeJob(id, 5, later.back())).ok());
+  }
+  // A slot is free, but a batch of this kind executes: they wait together.
+  absl::SleepFor(kQuietPeriod);
+  EXPECT_EQ(backend.seen().size(), 1u);
+  ASSERT_TRUE(backend.CompleteOldest());
+  ASSERT_TRUE(first->Wait());
+  ASSERT_TRUE(backend.WaitForBatches(2));
+  EXPECT_EQ(backend.seen()[1].ids, Ids({2, 3, 4}));
+  EXPECT_EQ(backend.seen()[1].items, 15);
+  ASSERT_TRUE(backend.CompleteOldest());
+  for (auto& o : later) {
+    ASSERT_TRUE(o->Wait());
+    EXPECT_EQ(o->Code(), absl::StatusCode::kOk);
+  }
 }
 
 TEST_F(BatcherTest, ClosesWhenTheOldestJobHasWaitedMaxBatchDelay) {

@@ -1,0 +1,60 @@
+#!/bin/sh
+# sampler-entrypoint: the container's entry point.
+#
+# Starts sampler-server with a flag for every SAMPLER_* variable that is set
+# (even to the empty string: SAMPLER_METRICS_LISTEN= turns metrics off),
+# followed by the container's command line, so that a flag given as a command
+# wins over the environment:
+#
+#   docker run -e SAMPLER_BACKEND=cpu -e SAMPLER_MAX_BATCH_DELAY=1ms IMAGE
+#   docker run IMAGE --backend=cpu --max_batch_delay=1ms        (the same)
+#
+# A command that does not start with "-" runs instead of the server
+# (docker run IMAGE samplerctl info, docker run -it IMAGE sh).
+#
+# Variables, one per sampler-server flag (sampler-server --help says more):
+#   SAMPLER_LISTEN                --listen            (image: 0.0.0.0:50051;
+#                                 the HEALTHCHECK probes this variable's port)
+#   SAMPLER_METRICS_LISTEN        --metrics_listen    (image: 0.0.0.0:9464)
+#   SAMPLER_BACKEND               --backend           auto, cpu or cuda
+#   SAMPLER_MAX_BATCH_ITEMS       --max_batch_items
+#   SAMPLER_MAX_BATCH_DELAY       --max_batch_delay
+#   SAMPLER_CLOSE_BATCH_WHEN_IDLE --close_batch_when_idle  true or false
+#   SAMPLER_MAX_QUEUED_ITEMS      --max_queued_items
+#   SAMPLER_MAX_ITEMS_PER_REQUEST --max_items_per_request
+#   SAMPLER_MAX_ITEMS_PER_STREAM  --max_items_per_stream
+#   SAMPLER_MAX_ENUMERATE_PAIRS   --max_enumerate_pairs
+#   SAMPLER_MAX_MESSAGE_BYTES     --max_message_bytes
+#   SAMPLER_WORKER_THREADS        --worker_threads
+#   SAMPLER_GPUS                  --gpus              e.g. 0,2 (empty: all)
+#   SAMPLER_STREAMS_PER_GPU       --streams_per_gpu
+#   SAMPLER_GPU_POOL_LIMIT_BYTES  --gpu_pool_limit_bytes
+#   SAMPLER_GPU_POOL_RELEASE_THRESHOLD_BYTES --gpu_pool_release_threshold_bytes
+#   SAMPLER_DRAIN_DELAY           --drain_delay
+#   SAMPLER_SHUTDOWN_GRACE        --shutdown_grace
+#
+# The server is exec'ed: it is the container's main process and receives
+# SIGTERM from `docker stop` or the kubelet directly (it drains, then exits 0).
+set -eu
+
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+  exec "$@"
+fi
+
+# Prepending keeps the command line's flags last; the last value of a flag
+# is the one sampler-server uses.
+for name in LISTEN METRICS_LISTEN BACKEND MAX_BATCH_ITEMS MAX_BATCH_DELAY \
+    CLOSE_BATCH_WHEN_IDLE MAX_QUEUED_ITEMS MAX_ITEMS_PER_REQUEST MAX_ITEMS_PER_STREAM \
+    MAX_ENUMERATE_PAIRS MAX_MESSAGE_BYTES WORKER_THREADS GPUS \
+    STREAMS_PER_GPU GPU_POOL_LIMIT_BYTES GPU_POOL_RELEASE_THRESHOLD_BYTES \
+    DRAIN_DELAY SHUTDOWN_GRACE; do
+  eval "set_=\${SAMPLER_$name+yes}"
+  if [ "$set_" = yes ]; then
+    eval "value=\$SAMPLER_$name"
+    flag=$(echo "$name" | tr 'A-Z' 'a-z')
+    set -- "--$flag=$value" "$@"
+  fi
+done
+
+# SAMPLER_SERVER_BIN: another server binary (the tests use the build tree's).
+exec "${SAMPLER_SERVER_BIN:-sampler-server}" "$@"
