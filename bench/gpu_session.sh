@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One call on a GPU host, from a bundle made by tools/bundle-gpu.sh: every GPU
+# test, compute-sanitizer memcheck and racecheck on a subset of each, the
+# integration suite against the CUDA backend, a pool-cap check, and the
+# service benchmark. Logs go to $OUT/results.tgz; a summary to stdout.
+# PARTS (default: all of them) picks some: tests sanitizers integration pool
+# service.
+set -uo pipefail
+parts=${PARTS:-tests sanitizers integration pool service}
+want() { [[ " $parts " == *" $1 "* ]]; }
+cd "$(dirname "$0")"
+export LD_LIBRARY_PATH=$PWD/lib
+out=${OUT:-/tmp/gpu-session}
+work=$(mktemp -d)
+summary() { echo "$*" | tee -a "$work/summary.txt"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+  | tee "$work/gpu.txt"
+date -u +%Y-%m-%dT%H:%M:%SZ > "$work/date.txt"
+
+want tests && for t in boards categorical enumerate gamma; do
+  ./${t}_gpu_test > "$work/${t}_gpu_test.log" 2>&1
+  summary "$t GPU tests: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' \
+    "$work/${t}_gpu_test.log" | tr '\n' ' ')"
+done
+
+# Sanitizers on a representative subset of each binary (full runs take too
+# long under instrumentation).
+declare -A subset=(
+  [boards]='BoardsGpuTest.Go19x19TwoColoursMatchesCpu:BoardsGpuTest.MixedBatchMatchesCpu'
+  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace'
+  [enumerate]='EnumerateGpuTest/*.SanitizerSmoke'
+  [gamma]='GammaGpuTest/0.MixedBatchesMatchCpuBitForBit:GammaGpuTest/1.DirichletRaggedBatchesMatchCpuBitForBit'
+)
+want sanitizers && for t in boards categorical enumerate gamma; do
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 ./${t}_gpu_test \
+      --gtest_filter="${subset[$t]}" > "$work/${t}_${tool}.log" 2>&1
+    summary "$t $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' \
+      "$work/${t}_${tool}.log" | tail -1)"
+  done
+done
+
+if want integration; then
+  SAMPLER_TEST_BACKEND=cuda SAMPLER_SERVER_BIN=$PWD/sampler-server \
+    ./integration_test > "$work/integration_cuda.log" 2>&1
+  summary "integration on CUDA: rc=$? $(grep -E '^\[  (PASSED|FAILED) ' \
+    "$work/integration_cuda.log" | tr '\n' ' ')"
+fi
+
+# A pool capped at 64 MiB: a request needing more (16M float64 samples:
+# 128 MB of output) fails with RESOURCE_EXHAUSTED, and the next request that
+# fits succeeds.
+if want pool; then
+./sampler-server --backend cuda --listen 127.0.0.1:50071 --metrics_listen "" \
+  --gpu_pool_limit_bytes 67108864 --gpu_pool_release_threshold_bytes 0 \
+  --max_message_bytes 268435456 \
+  2> "$work/pool_server.log" &
+pool_pid=$!
+sleep 2
+./samplerctl --target 127.0.0.1:50071 --precision f64 gamma --shape 2 \
+  --count 16000000 > "$work/pool_big.log" 2>&1
+big=$?
+./samplerctl --target 127.0.0.1:50071 --precision f32 gamma --shape 2 \
+  --count 100000 > "$work/pool_small.log" 2>&1
+small=$?
+kill -TERM $pool_pid; wait $pool_pid
+summary "pool cap: big rc=$big ($(head -c 200 "$work/pool_big.log" | tr '\n' ' ')) then small rc=$small"
+fi
+
+if want service; then
+  DURATION=10s ./run.sh . "$work/service" --backend cuda > "$work/service.log" 2>&1
+  summary "service bench: rc=$?"
+  ./run.sh . "$work/service_cpu" --backend cpu > "$work/service_cpu.log" 2>&1
+  summary "service bench (cpu on this host): rc=$?"
+fi
+
+tar -C "$work" -czf "$out/results.tgz" .
+cp "$work/summary.txt" "$out/summary.txt"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Gathers what bench/gpu_session.sh runs into a self-contained folder (the
+# binaries and their shared libraries) to carry to a GPU host:
+#   tools/bundle-gpu.sh bundle-gpu   (after tools/build.sh)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dest=${1:-$root/bundle-gpu}
+b=$root/build
+bundle_runtime=${BUNDLE_RUNTIME:-$root/../shared/tools/bundle-runtime}
+"$bundle_runtime" "$dest" $b/server/sampler-server $b/client/sampler-loadgen \
+  $b/client/samplerctl $b/tests/integration_test $b/tests/boards_gpu_test \
+  $b/tests/categorical_gpu_test $b/tests/enumerate_gpu_test \
+  $b/tests/gamma_gpu_test
+# Debug information is most of the size; the carried folder is capped.
+strip --strip-debug "$dest"/sampler-server "$dest"/sampler-loadgen \
+  "$dest"/samplerctl "$dest"/integration_test "$dest"/*_gpu_test
+cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
+  "$root/bench/service/report.py" "$dest/"
