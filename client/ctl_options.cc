@@ -3,6 +3,7 @@
 #include "absl/flags/flag.h"
 #include "client/grpc_util.h"
 #include "client/parse.h"
+#include "client/security_flags.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server address, any gRPC target (host:port, unix:PATH, dns:///...)");
@@ -62,7 +63,9 @@ absl::StatusOr<CtlOptions> CtlOptionsFromFlags() {
     return absl::InvalidArgumentError(
         "--chunk, --count and --rows cannot be negative");
   }
-  options.channel = MakeChannel(options.target);
+  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
+  if (!security.ok()) return security.status();
+  options.channel = MakeChannel(options.target, 0, *security);
   return options;
 }
 

@@ -16,13 +16,35 @@
 
 namespace sampler::client {
 
-// An insecure channel to `target` that accepts messages of any size: gRPC's
-// client default of 4 MiB is far below what the server may send.
+// How a channel secures its calls (client/security_flags.h fills it from
+// --tls, --tls_ca_file, --tls_cert_file, --tls_key_file, --tls_server_name
+// and --token_file). The default is plaintext without a token.
+struct ChannelSecurity {
+  bool tls = false;
+  // PEM CA certificates the server's certificate must chain to (empty: the
+  // system's trusted roots).
+  std::string root_certs_pem;
+  // Client certificate chain and its unencrypted key, for mutual TLS
+  // (both or neither).
+  std::string cert_chain_pem;
+  std::string private_key_pem;
+  // The name the server's certificate is checked against instead of the
+  // target's host (empty: the target's host).
+  std::string server_name;
+  // Sent as "authorization: Bearer <token>" with every call (empty: none).
+  std::string token;
+};
+
+// A channel to `target` that accepts messages of any size: gRPC's client
+// default of 4 MiB is far below what the server may send.
 // `channel_index` > 0 gives a channel that shares no connection with the
 // others (gRPC otherwise pools subchannels for equal arguments), so that a
-// load generator can spread load over several TCP connections.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
-                                           int channel_index = 0);
+// load generator can spread load over several TCP connections. Plaintext
+// unless `security` says otherwise; its token goes with every call on the
+// channel, TLS or not.
+std::shared_ptr<grpc::Channel> MakeChannel(
+    const std::string& target, int channel_index = 0,
+    const ChannelSecurity& security = ChannelSecurity());
 
 // Sets the deadline to now + timeout; an infinite or non-positive timeout
 // sets none.

@@ -18,6 +18,7 @@
 #include "client/loadgen_report.h"
 #include "client/loadgen_requests.h"
 #include "client/parse.h"
+#include "client/security_flags.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051", "Server address");
 ABSL_FLAG(std::string, rpc, "",
@@ -170,12 +171,14 @@ int Main(const std::vector<std::string>& positional) {
     return UsageError(
         absl::InvalidArgumentError("--channels must be positive"));
   }
+  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
+  if (!security.ok()) return UsageError(security.status());
   // Connect first, so that connection setup is not counted as latency and a
   // wrong --target fails at once instead of as a run of errors.
   const absl::Time connect_by =
       absl::Now() + absl::GetFlag(FLAGS_connect_timeout);
   for (int c = 0; c < channels; ++c) {
-    options.channels.push_back(MakeChannel(target, c));
+    options.channels.push_back(MakeChannel(target, c, *security));
     if (!options.channels.back()->WaitForConnected(
             absl::ToChronoTime(connect_by))) {
       std::cerr << "sampler-loadgen: UNAVAILABLE: cannot connect to " << target

@@ -36,6 +36,8 @@ subcommands:
 gamma, categorical and boards take --stream (the streaming RPC; answers of
 any size). Every subcommand takes --json (print the response as proto JSON)
 and --request_json FILE (send that request instead of one built from flags).
+A TLS server: --tls_ca_file CA.pem (and --tls_cert_file/--tls_key_file for
+mutual TLS); one that wants a bearer token: --token_file FILE.
 Exit codes: 0 success, 1 RPC error or not SERVING, 2 usage error.)";
 
 using Command = int (*)(const sampler::client::CtlOptions&);

@@ -1,13 +1,16 @@
 // sampler-server: the gRPC sampling service.
 //
-// Startup: backend (CUDA when asked for or found, else CPU), metrics
-// endpoint, service, gRPC server with health and reflection. Shutdown on
-// SIGTERM or SIGINT: health goes NOT_SERVING, new calls are refused, calls in
-// flight finish (bounded by --shutdown_grace), queued work drains, exit 0.
+// Startup: security files (TLS certificates, bearer tokens; checked first, so
+// that a wrong file fails at once), backend (CUDA when asked for or found,
+// else CPU), metrics endpoint, service, gRPC server with health and
+// reflection. Shutdown on SIGTERM or SIGINT: health goes NOT_SERVING, new
+// calls are refused, calls in flight finish (bounded by --shutdown_grace),
+// queued work drains, exit 0.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -20,17 +23,37 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.pb.h"
+#include "server/auth.h"
 #include "server/backend_factory.h"
 #include "server/metrics.h"
 #include "server/service.h"
+#include "server/tls.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
-          "Prometheus /metrics listen address (empty: no metrics endpoint)");
+          "Prometheus /metrics listen address (empty: no metrics endpoint); "
+          "plaintext HTTP without authentication: bind it to a private "
+          "interface");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the gRPC port (leaf first); with "
+          "--tls_key_file turns TLS on (empty: plaintext)");
+ABSL_FLAG(std::string, tls_key_file, "",
+          "PEM private key (unencrypted) of --tls_cert_file's certificate");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificate(s): when given, every client must present a "
+          "certificate signed by one of them (mutual TLS); needs TLS");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File of accepted bearer tokens, one per line: every "
+          "sampler.v1.SamplerService call must then carry the metadata "
+          "\"authorization: Bearer <token>\", else UNAUTHENTICATED (health "
+          "and reflection stay open; empty: no token needed)");
+ABSL_FLAG(bool, reflection, true,
+          "Serve gRPC server reflection (describes the API; no tokens needed)");
 ABSL_FLAG(std::string, backend, "auto",
           "auto (CUDA if a GPU is usable, else CPU), cpu or cuda");
 ABSL_FLAG(int64_t, max_batch_items, int64_t{1} << 20,
@@ -74,7 +97,54 @@ namespace {
 constexpr char kVersion[] = "0.1.0";
 constexpr char kServiceName[] = "sampler.v1.SamplerService";
 
+// Drops the reflection plugin, which linking it registers with every
+// ServerBuilder (--reflection=false).
+class WithoutReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>*
+                         plugins) override {
+    plugins->erase(
+        std::remove_if(plugins->begin(), plugins->end(),
+                       [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+                         return p->name() == "proto_server_reflection";
+                       }),
+        plugins->end());
+  }
+};
+
 int Run() {
+  // Security first: a wrong file stops the server before anything starts.
+  TlsFiles tls_files;
+  tls_files.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  tls_files.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  tls_files.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  absl::StatusOr<ServerSecurity> security = ServerSecurityFromFiles(tls_files);
+  if (!security.ok()) {
+    std::fprintf(stderr, "sampler-server: %s\n",
+                 std::string(security.status().message()).c_str());
+    return 1;
+  }
+  std::shared_ptr<const TokenAuthenticator> auth;
+  if (const std::string path = absl::GetFlag(FLAGS_auth_token_file);
+      !path.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenAuthenticator>> created =
+        TokenAuthenticator::FromFile(path);
+    if (!created.ok()) {
+      std::fprintf(stderr, "sampler-server: --auth_token_file: %s\n",
+                   std::string(created.status().message()).c_str());
+      return 1;
+    }
+    auth = *std::move(created);
+  }
+  // Never the tokens themselves.
+  const std::string token_text =
+      auth == nullptr ? "no bearer token needed"
+                      : absl::StrCat("bearer token needed (",
+                                     auth->num_tokens(), " accepted)");
+  std::fprintf(stderr, "sampler-server: gRPC port: %s; %s\n",
+               security->description.c_str(), token_text.c_str());
+
   BackendOptions backend_options;
   backend_options.name = absl::GetFlag(FLAGS_backend);
   backend_options.cpu_threads = absl::GetFlag(FLAGS_worker_threads);
@@ -116,6 +186,15 @@ int Run() {
       return 1;
     }
     metrics = *std::move(created);
+    if ((auth != nullptr || security->tls) &&
+        (absl::StartsWith(metrics_listen, "0.0.0.0:") ||
+         absl::StartsWith(metrics_listen, "[::]:"))) {
+      std::fprintf(stderr,
+                   "sampler-server: note: metrics on %s are plaintext and "
+                   "need no token: bind --metrics_listen to a private "
+                   "interface unless the network keeps clients off it\n",
+                   metrics_listen.c_str());
+    }
   }
 
   ServiceOptions options;
@@ -131,6 +210,7 @@ int Run() {
   options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
+  options.auth = auth;
   auto service = std::make_unique<SamplerServiceImpl>(options, backend->get(),
                                                       metrics.get());
 
@@ -141,9 +221,12 @@ int Run() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (!absl::GetFlag(FLAGS_reflection)) {
+    builder.SetOption(std::make_unique<WithoutReflection>());
+  }
   int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen),
-                           grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), security->credentials,
+                           &port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.RegisterService(service.get());

@@ -270,6 +270,31 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
                                                 &batcher, metrics);
 }
 
+// Calls refused by Authenticate (server/auth.h), before their request is
+// parsed; counted in the metrics under their code.
+grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
+                                      grpc::CallbackServerContext* context,
+                                      const absl::Status& status,
+                                      Metrics* metrics) {
+  metrics->RequestDone(rpc, CodeName(status), 0);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+template <typename ChunkResponse>
+grpc::ServerWriteReactor<ChunkResponse>* RefuseStream(
+    const char* rpc, const absl::Status& status, Metrics* metrics) {
+  class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
+   public:
+    void OnDone() override { delete this; }
+  };
+  auto* refusal = new Refusal;
+  metrics->RequestDone(rpc, CodeName(status), 0);
+  refusal->Finish(ToGrpcStatus(status));
+  return refusal;
+}
+
 }  // namespace
 
 SamplerServiceImpl::SamplerServiceImpl(ServiceOptions options,
@@ -299,6 +324,10 @@ void SamplerServiceImpl::Drain() {
 grpc::ServerUnaryReactor* SamplerServiceImpl::Enumerate(
     grpc::CallbackServerContext* context, const v1::EnumerateRequest* request,
     v1::EnumerateResponse* response) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseUnary("Enumerate", context, denied, metrics_);
+  }
   return ServeUnary("Enumerate", context,
                     ParseEnumerate(*request, options_.limits), response,
                     BindEnumerate, enumerate_, metrics_);
@@ -308,6 +337,10 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
     grpc::CallbackServerContext* context,
     const v1::SampleCategoricalRequest* request,
     v1::SampleCategoricalResponse* response) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseUnary("SampleCategorical", context, denied, metrics_);
+  }
   return ServeUnary(
       "SampleCategorical", context,
       ParseCategorical(*request, options_.limits, seeds_, /*streamed=*/false),
@@ -318,6 +351,11 @@ grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
 SamplerServiceImpl::SampleCategoricalStream(
     grpc::CallbackServerContext* context,
     const v1::SampleCategoricalStreamRequest* request) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseStream<v1::SampleCategoricalStreamResponse>(
+        "SampleCategoricalStream", denied, metrics_);
+  }
   return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
       "SampleCategoricalStream", Kind::kCategorical, context,
       ParseCategorical(request->request(), options_.limits, seeds_,
@@ -330,6 +368,10 @@ SamplerServiceImpl::SampleCategoricalStream(
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
     grpc::CallbackServerContext* context, const v1::SampleGammaRequest* request,
     v1::SampleGammaResponse* response) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseUnary("SampleGamma", context, denied, metrics_);
+  }
   return ServeUnary("SampleGamma", context,
                     ParseGamma(*request, options_.limits, seeds_,
                                /*streamed=*/false),
@@ -340,6 +382,11 @@ grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>*
 SamplerServiceImpl::SampleGammaStream(
     grpc::CallbackServerContext* context,
     const v1::SampleGammaStreamRequest* request) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseStream<v1::SampleGammaStreamResponse>("SampleGammaStream",
+                                                       denied, metrics_);
+  }
   return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
       "SampleGammaStream", Kind::kGamma, context,
       ParseGamma(request->request(), options_.limits, seeds_,
@@ -353,6 +400,10 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
     grpc::CallbackServerContext* context,
     const v1::SampleDirichletRequest* request,
     v1::SampleDirichletResponse* response) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseUnary("SampleDirichlet", context, denied, metrics_);
+  }
   return ServeUnary("SampleDirichlet", context,
                     ParseDirichlet(*request, options_.limits, seeds_), response,
                     BindDirichlet, dirichlet_, metrics_);
@@ -362,6 +413,10 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
     grpc::CallbackServerContext* context,
     const v1::SampleBoardsRequest* request,
     v1::SampleBoardsResponse* response) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseUnary("SampleBoards", context, denied, metrics_);
+  }
   return ServeUnary("SampleBoards", context,
                     ParseBoards(*request, options_.limits, seeds_,
                                 /*streamed=*/false),
@@ -372,6 +427,11 @@ grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>*
 SamplerServiceImpl::SampleBoardsStream(
     grpc::CallbackServerContext* context,
     const v1::SampleBoardsStreamRequest* request) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseStream<v1::SampleBoardsStreamResponse>("SampleBoardsStream",
+                                                        denied, metrics_);
+  }
   return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
       "SampleBoardsStream", Kind::kBoards, context,
       ParseBoards(request->request(), options_.limits, seeds_,
@@ -385,6 +445,10 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
     grpc::CallbackServerContext* context,
     const v1::GetServerInfoRequest* /*request*/,
     v1::GetServerInfoResponse* response) {
+  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
+      !denied.ok()) {
+    return RefuseUnary("GetServerInfo", context, denied, metrics_);
+  }
   const Clock::time_point start = Clock::now();
   const BackendInfo info = backend_->Info();
   response->set_version(options_.version);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sampler/v1/sampler.grpc.pb.h"
+#include "server/auth.h"
 #include "server/backend.h"
 #include "server/batcher.h"
 #include "server/metrics.h"
@@ -22,6 +23,9 @@ struct ServiceOptions {
   BatcherOptions batcher;
   int64_t max_queued_items = int64_t{1} << 26;
   std::string version;
+  // Bearer tokens every call must carry (null: none needed); checked first
+  // in every handler, before the request is parsed.
+  std::shared_ptr<const TokenAuthenticator> auth;
 };
 
 class SamplerServiceImpl final : public v1::SamplerService::CallbackService {

@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
   python3 python3-grpcio python3-protobuf
   prometheus docker-compose nginx python3-yaml  # tests/deploy
+  clang-14 libclang-rt-14-dev  # tools/ci/20-fuzz.sh: libFuzzer, ASan, UBSan
+  openssl  # tests/security makes its certificates (libssl-dev comes with libgrpc-dev)
 )
 
 missing=()

@@ -32,6 +32,13 @@
 #   SAMPLER_GPU_POOL_RELEASE_THRESHOLD_BYTES --gpu_pool_release_threshold_bytes
 #   SAMPLER_DRAIN_DELAY           --drain_delay
 #   SAMPLER_SHUTDOWN_GRACE        --shutdown_grace
+#   SAMPLER_TLS_CERT_FILE         --tls_cert_file     PEM chain; with the key: TLS
+#   SAMPLER_TLS_KEY_FILE          --tls_key_file
+#   SAMPLER_TLS_CLIENT_CA_FILE    --tls_client_ca_file  mutual TLS
+#   SAMPLER_AUTH_TOKEN_FILE       --auth_token_file   bearer tokens, one per line
+#   SAMPLER_REFLECTION            --reflection        true or false
+# (The *_FILE variables name files, e.g. a mounted secret: the certificate,
+# key and tokens themselves never go through the environment.)
 #
 # The server is exec'ed: it is the container's main process and receives
 # SIGTERM from `docker stop` or the kubelet directly (it drains, then exits 0).
@@ -47,7 +54,8 @@ for name in LISTEN METRICS_LISTEN BACKEND MAX_BATCH_ITEMS MAX_BATCH_DELAY \
     CLOSE_BATCH_WHEN_IDLE MAX_QUEUED_ITEMS MAX_ITEMS_PER_REQUEST MAX_ITEMS_PER_STREAM \
     MAX_ENUMERATE_PAIRS MAX_MESSAGE_BYTES WORKER_THREADS GPUS \
     STREAMS_PER_GPU GPU_POOL_LIMIT_BYTES GPU_POOL_RELEASE_THRESHOLD_BYTES \
-    DRAIN_DELAY SHUTDOWN_GRACE; do
+    DRAIN_DELAY SHUTDOWN_GRACE TLS_CERT_FILE TLS_KEY_FILE TLS_CLIENT_CA_FILE \
+    AUTH_TOKEN_FILE REFLECTION; do
   eval "set_=\${SAMPLER_$name+yes}"
   if [ "$set_" = yes ]; then
     eval "value=\$SAMPLER_$name"

@@ -47,6 +47,8 @@ TEST_ONLY_PACKAGES = {
     "ccache", "git", "libgtest-dev", "libgmock-dev", "libbenchmark-dev",
     "libboost-math-dev", "python3-grpcio", "python3-protobuf", "nodejs",
     "npm", "prometheus", "docker-compose", "nginx", "python3-yaml",
+    "openssl",  # tests/security's certificates, made at test time
+    "clang-14", "libclang-rt-14-dev",  # tools/ci/20-fuzz.sh: libFuzzer
 }
 # What must never be in the final image.
 BUILD_ONLY = re.compile(r"(-dev$|^build-essential$|^cmake$|^ninja-build$|"
