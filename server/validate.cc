@@ -332,6 +332,21 @@ absl::Status CheckLimits(Kind kind, bool streamed, const Size& size,
   return absl::OkStatus();
 }
 
+// A stream sends at least one unit (a categorical row, a board position)
+// per chunk, so a streamed request whose single unit cannot fit in one
+// message could never be sent, however it is cut: refuse it up front.
+// `unit_bytes` is the unit's estimated size in a chunk (UnitBytes below).
+absl::Status CheckStreamUnit(absl::string_view unit, int64_t unit_bytes,
+                             absl::string_view advice,
+                             const RequestLimits& limits) {
+  const int64_t bytes = SatAdd(kMessageOverhead, unit_bytes);
+  if (bytes <= MaxMessageBytes(limits)) return absl::OkStatus();
+  return absl::OutOfRangeError(absl::StrCat(
+      "one ", unit, " would take up to ", CountText(bytes),
+      " bytes in a chunk, more than the server's max_message_bytes = ",
+      MaxMessageBytes(limits), ": ", advice));
+}
+
 uint64_t PickSeed(bool has_seed, uint64_t seed, const SeedSource& seeds) {
   return has_seed ? seed : seeds();
 }
@@ -615,6 +630,13 @@ absl::StatusOr<std::shared_ptr<CategoricalJob>> ParseCategoricalImpl(
       SatMul(size.items, VarintBytes(static_cast<uint64_t>(categories - 1))));
   s = CheckLimits(Kind::kCategorical, streamed, size, limits);
   if (!s.ok()) return s;
+  if (streamed) {
+    s = CheckStreamUnit(
+        absl::StrCat("row (", draws, " draws)"),
+        SatMul(draws, VarintBytes(static_cast<uint64_t>(categories - 1))),
+        "ask for fewer draws per row", limits);
+    if (!s.ok()) return s;
+  }
   job->items = size.items;
   job->seed = PickSeed(request.has_seed(), request.seed(), seeds);
   return job;
@@ -861,6 +883,15 @@ absl::StatusOr<std::shared_ptr<BoardsJob>> ParseBoards(
                                     8 * kernels::BoardWords64(job->spec)));
   s = CheckLimits(Kind::kBoards, streamed, size, limits);
   if (!s.ok()) return s;
+  if (streamed) {
+    s = CheckStreamUnit(
+        absl::StrCat("position (", job->spec.stones.size(), " colours of ",
+                     kernels::BoardWords64(job->spec), " words)"),
+        static_cast<int64_t>(job->spec.stones.size()) * 8 *
+            kernels::BoardWords64(job->spec),
+        "use fewer colours or a smaller board", limits);
+    if (!s.ok()) return s;
+  }
   job->count = request.count();
   job->items = request.count();
   job->seed = PickSeed(request.has_seed(), request.seed(), seeds);

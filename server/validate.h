@@ -92,7 +92,9 @@ struct RequestLimits {
 //
 // `streamed`: the request came inside a *StreamRequest; it is then checked
 // against max_items_per_stream instead of the unary item and message-size
-// limits, and error paths start with "request.".
+// limits (but one categorical row or board position, the least a chunk
+// holds, must fit max_message_bytes: OUT_OF_RANGE otherwise), and error
+// paths start with "request.".
 
 absl::StatusOr<std::shared_ptr<EnumerateJob>> ParseEnumerate(
     const v1::EnumerateRequest& request, const RequestLimits& limits);
