@@ -1,9 +1,9 @@
 // Fuzz target for SampleBoards: the request from arbitrary bytes, validated
-// (ParseBoards), bound and executed on the CPU backend. Rejections are
-// INVALID_ARGUMENT or OUT_OF_RANGE; an accepted request succeeds with
-// positions whose colours have exactly their stone counts on disjoint sites
-// of the board, bit for bit what kernels::SampleBoardsCpu gives on the whole
-// request, in a response that fits max_message_bytes.
+// (ParseBoards), bound and executed on the CPU backend (with a twin: see
+// RunWithTwin). Rejections are INVALID_ARGUMENT or OUT_OF_RANGE; an accepted
+// request succeeds with positions whose colours have exactly their stone counts
+// on disjoint sites of the board, bit for bit what kernels::SampleBoardsCpu
+// gives on the whole request, in a response that fits max_message_bytes.
 #include <vector>
 
 #include "tests/fuzz/fuzz_checks.h"
@@ -27,7 +27,12 @@ SAMPLER_FUZZ_TARGET(boards) {
   FUZZ_CHECK(response.count() == job.count && response.seed() == job.seed &&
              response.colours() == request.stones_size() &&
              response.words_per_board() == kernels::BoardWords64(job.spec));
-  RunOne(*parsed);
+  auto twin =
+      server::ParseBoards(request, Limits(), Seeds(), /*streamed=*/false);
+  FUZZ_CHECK(twin.ok(), twin.status().ToString());
+  v1::SampleBoardsResponse twin_response;
+  server::BindBoards(**twin, &twin_response);
+  RunWithTwin(*parsed, response, *twin, twin_response);
   FUZZ_CHECK(job.status.ok(), job.status.ToString());
   const absl::Span<const uint64_t> words(response.bitboards().data(),
                                          response.bitboards_size());

@@ -1,9 +1,9 @@
 // Fuzz target for SampleCategorical: the request from arbitrary bytes,
-// validated (ParseCategorical), bound and executed on the CPU backend.
-// Rejections are INVALID_ARGUMENT or OUT_OF_RANGE; an accepted request
-// succeeds with rows x draws indices in [0, K), each on a category of
-// non-zero weight, bit for bit what kernels::SampleCategoricalCpu gives on
-// the whole request, in a response that fits max_message_bytes.
+// validated (ParseCategorical), bound and executed on the CPU backend (with a
+// twin: see RunWithTwin). Rejections are INVALID_ARGUMENT or OUT_OF_RANGE; an
+// accepted request succeeds with rows x draws indices in [0, K), each on a
+// category of non-zero weight, bit for bit what kernels::SampleCategoricalCpu
+// gives on the whole request, in a response that fits max_message_bytes.
 #include <variant>
 #include <vector>
 
@@ -28,7 +28,12 @@ SAMPLER_FUZZ_TARGET(categorical) {
   FUZZ_CHECK(response.rows() == job.shape.rows &&
              response.draws() == job.shape.draws &&
              response.seed() == job.seed);
-  RunOne(*parsed);
+  auto twin =
+      server::ParseCategorical(request, Limits(), Seeds(), /*streamed=*/false);
+  FUZZ_CHECK(twin.ok(), twin.status().ToString());
+  v1::SampleCategoricalResponse twin_response;
+  server::BindCategorical(**twin, &twin_response);
+  RunWithTwin(*parsed, response, *twin, twin_response);
   FUZZ_CHECK(job.status.ok(), job.status.ToString());
   const absl::Span<const int32_t> indices(response.indices().data(),
                                           response.indices_size());

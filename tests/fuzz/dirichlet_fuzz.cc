@@ -1,9 +1,9 @@
-// Fuzz target for SampleDirichlet: the request from arbitrary bytes,
-// validated (ParseDirichlet), bound and executed on the CPU backend.
-// Rejections are INVALID_ARGUMENT or OUT_OF_RANGE; an accepted request
-// either fails at execution with OUT_OF_RANGE (a row whose every log-gamma
-// variate underflowed) or gives rows that are probability vectors (sum ~1;
-// log output: log-sum-exp ~0), bit for bit what kernels::SampleDirichletCpu
+// Fuzz target for SampleDirichlet: the request from arbitrary bytes, validated
+// (ParseDirichlet), bound and executed on the CPU backend (with a twin: see
+// RunWithTwin). Rejections are INVALID_ARGUMENT or OUT_OF_RANGE; an accepted
+// request either fails at execution with OUT_OF_RANGE (a row whose every log-
+// gamma variate underflowed) or gives rows that are probability vectors (sum
+// ~1; log output: log-sum-exp ~0), bit for bit what kernels::SampleDirichletCpu
 // gives on the whole request, in a response that fits max_message_bytes.
 #include <variant>
 #include <vector>
@@ -26,7 +26,11 @@ SAMPLER_FUZZ_TARGET(dirichlet) {
   v1::SampleDirichletResponse response;
   server::BindDirichlet(job, &response);
   FUZZ_CHECK(response.seed() == job.seed);
-  RunOne(*parsed);
+  auto twin = server::ParseDirichlet(request, Limits(), Seeds());
+  FUZZ_CHECK(twin.ok(), twin.status().ToString());
+  v1::SampleDirichletResponse twin_response;
+  server::BindDirichlet(**twin, &twin_response);
+  RunWithTwin(*parsed, response, *twin, twin_response);
   std::visit(
       [&](const auto& work) {
         using T = typename decltype(work.out)::value_type;

@@ -1,6 +1,7 @@
 // Fuzz target for Enumerate: the request from arbitrary bytes, validated
-// (ParseEnumerate), bound and executed on the CPU backend. Rejections are
-// INVALID_ARGUMENT or OUT_OF_RANGE; an accepted request either fails at
+// (ParseEnumerate), bound and executed on the CPU backend, in one batch with
+// its twin (the same request parsed again, which must end alike). Rejections
+// are INVALID_ARGUMENT or OUT_OF_RANGE; an accepted request either fails at
 // execution with INVALID_ARGUMENT (a result that overflows its precision)
 // or gives per problem the sum's offset, its support length, values that are
 // probabilities (linear: finite, >= 0; log: not NaN, below +inf) and bit for
@@ -30,8 +31,8 @@ void Check(const server::EnumerateJob& job,
       terms[t].offset = problem.offsets[t];
       terms[t].values = problem.terms[t];
     }
-    auto pmf = kernels::EnumerateCpu<T>(terms, work.input_space,
-                                        work.output_space);
+    auto pmf =
+        kernels::EnumerateCpu<T>(terms, work.input_space, work.output_space);
     if (!pmf.ok()) {
       direct_status = pmf.status();
     } else {
@@ -47,8 +48,7 @@ void Check(const server::EnumerateJob& job,
                job.status.ToString());
     return;
   }
-  FUZZ_CHECK(response.results_size() ==
-             static_cast<int>(work.problems.size()));
+  FUZZ_CHECK(response.results_size() == static_cast<int>(work.problems.size()));
   const bool log_out = work.output_space == kernels::ProbSpace::kLog;
   for (size_t p = 0; p < work.problems.size(); ++p) {
     const server::EnumerateProblem<T>& problem = work.problems[p];
@@ -57,8 +57,8 @@ void Check(const server::EnumerateJob& job,
     for (const auto& term : problem.terms) {
       length += static_cast<int64_t>(term.size()) - 1;
     }
-    FUZZ_CHECK(result.offset() == direct[p].offset, "problem ", p,
-               " offset ", result.offset(), " vs ", direct[p].offset);
+    FUZZ_CHECK(result.offset() == direct[p].offset, "problem ", p, " offset ",
+               result.offset(), " vs ", direct[p].offset);
     const absl::Span<const T> values = Values<T>(result.probabilities());
     FUZZ_CHECK(static_cast<int64_t>(values.size()) == length, "problem ", p,
                " has ", values.size(), " values, wanted ", length);
@@ -93,7 +93,11 @@ SAMPLER_FUZZ_TARGET(enumerate) {
              (*job)->items <= Limits().max_items_per_request);
   v1::EnumerateResponse response;
   server::BindEnumerate(**job, &response);
-  RunOne(*job);
+  auto twin = server::ParseEnumerate(request, Limits());
+  FUZZ_CHECK(twin.ok(), twin.status().ToString());
+  v1::EnumerateResponse twin_response;
+  server::BindEnumerate(**twin, &twin_response);
+  RunWithTwin(*job, response, *twin, twin_response);
   std::visit([&](const auto& work) { Check(**job, work, response); },
              (*job)->work);
   if ((*job)->status.ok()) CheckFits(response);

@@ -43,9 +43,9 @@ std::vector<int32_t> DirectCategorical(const server::CategoricalJob& job,
                                        absl::Status* status) {
   std::vector<int32_t> out(
       static_cast<size_t>(job.shape.rows * job.shape.draws), -1);
-  *status = kernels::SampleCategoricalCpu<T>(work.values, job.shape,
-                                             job.weight_kind, job.seed,
-                                             job.first_row, absl::MakeSpan(out));
+  *status = kernels::SampleCategoricalCpu<T>(
+      work.values, job.shape, job.weight_kind, job.seed, job.first_row,
+      absl::MakeSpan(out));
   return out;
 }
 
@@ -100,7 +100,7 @@ template <typename T>
 void CheckGamma(const server::GammaJob& job, const server::GammaWork<T>& work,
                 absl::Span<const T> samples) {
   FUZZ_CHECK(static_cast<int64_t>(samples.size()) == job.items);
-  size_t group = 0;     // groups: the group of sample i, and where it ends
+  size_t group = 0;  // groups: the group of sample i, and where it ends
   int64_t group_end = work.groups.empty() ? 0 : work.groups[0].count;
   for (size_t i = 0; i < samples.size(); ++i) {
     T shape, scale;
@@ -127,8 +127,8 @@ void CheckGamma(const server::GammaJob& job, const server::GammaWork<T>& work,
                  " = ", x);
     } else {
       FUZZ_CHECK(x >= T(0), "sample ", i, " = ", x);
-      FUZZ_CHECK(!tame || std::isfinite(x), "sample ", i, " = ", x,
-                 " (shape ", shape, ", scale ", scale, ")");
+      FUZZ_CHECK(!tame || std::isfinite(x), "sample ", i, " = ", x, " (shape ",
+                 shape, ", scale ", scale, ")");
     }
   }
 }
@@ -200,15 +200,16 @@ inline void CheckBoards(const server::BoardsJob& job,
   const int64_t sites = int64_t{job.spec.rows} * job.spec.cols;
   FUZZ_CHECK(words_per == (sites + 63) / 64, words_per, " words for ", sites,
              " sites");
-  FUZZ_CHECK(static_cast<int64_t>(words.size()) == job.count * colours * words_per);
+  FUZZ_CHECK(static_cast<int64_t>(words.size()) ==
+             job.count * colours * words_per);
   for (int64_t p = 0; p < job.count; ++p) {
     for (int64_t w = 0; w < words_per; ++w) {
       uint64_t seen = 0;
       const uint64_t valid =
           (w + 1) * 64 <= sites ? ~0ULL : (1ULL << (sites - w * 64)) - 1;
       for (int64_t c = 0; c < colours; ++c) {
-        const uint64_t word = words[static_cast<size_t>((p * colours + c) *
-                                                        words_per + w)];
+        const uint64_t word =
+            words[static_cast<size_t>((p * colours + c) * words_per + w)];
         FUZZ_CHECK((word & ~valid) == 0, "position ", p, " colour ", c,
                    " has stones past the board in word ", w);
         FUZZ_CHECK((word & seen) == 0, "position ", p, " colour ", c,
@@ -220,13 +221,13 @@ inline void CheckBoards(const server::BoardsJob& job,
       int64_t stones = 0;
       for (int64_t w = 0; w < words_per; ++w) {
         stones += static_cast<int64_t>(
-            std::bitset<64>(words[static_cast<size_t>((p * colours + c) *
-                                                      words_per + w)])
+            std::bitset<64>(
+                words[static_cast<size_t>((p * colours + c) * words_per + w)])
                 .count());
       }
-      FUZZ_CHECK(stones == job.spec.stones[static_cast<size_t>(c)],
-                 "position ", p, " colour ", c, " has ", stones,
-                 " stones, wanted ", job.spec.stones[static_cast<size_t>(c)]);
+      FUZZ_CHECK(stones == job.spec.stones[static_cast<size_t>(c)], "position ",
+                 p, " colour ", c, " has ", stones, " stones, wanted ",
+                 job.spec.stones[static_cast<size_t>(c)]);
     }
   }
 }

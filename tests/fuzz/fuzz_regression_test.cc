@@ -48,8 +48,7 @@ void Replay(const std::string& target, FuzzFn fn, const fs::path& dir) {
     SCOPED_TRACE(file.string());
     std::fprintf(stderr, "replaying %s\n", file.c_str());
     const std::string bytes = ReadFile(file);
-    EXPECT_EQ(fn(reinterpret_cast<const uint8_t*>(bytes.data()),
-                 bytes.size()),
+    EXPECT_EQ(fn(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
               0)
         << target;
   }
@@ -80,12 +79,10 @@ int main(int argc, char** argv) {
     for (const char* dir : {"corpus", "regressions"}) {
       const std::string target = name;
       const sampler::fuzz::FuzzFn target_fn = fn;
-      const std::filesystem::path path =
-          sampler::fuzz::kFuzzDir / dir / target;
+      const std::filesystem::path path = sampler::fuzz::kFuzzDir / dir / target;
       testing::RegisterTest(
           "FuzzRegression", (std::string(dir) + "_" + target).c_str(), nullptr,
-          nullptr, __FILE__, __LINE__,
-          [=]() -> testing::Test* {
+          nullptr, __FILE__, __LINE__, [=]() -> testing::Test* {
             class ReplayTest : public testing::Test {
              public:
               ReplayTest(std::string t, sampler::fuzz::FuzzFn f,

@@ -69,7 +69,7 @@ inline bool Register(const char* name, FuzzFn fn) {
 }  // namespace sampler::fuzz
 
 #ifdef SAMPLER_FUZZ_REGRESSION
-#define SAMPLER_FUZZ_TARGET(name)                                       \
+#define SAMPLER_FUZZ_TARGET(name)                                        \
   static int SamplerFuzzTarget_##name(const uint8_t* data, size_t size); \
   [[maybe_unused]] static const bool sampler_fuzz_registered_##name =    \
       ::sampler::fuzz::Register(#name, &SamplerFuzzTarget_##name);       \
@@ -94,14 +94,15 @@ namespace server = ::sampler::server;
   std::abort();
 }
 
-// FUZZ_CHECK(condition) << nothing: the message is built only on failure.
-#define FUZZ_CHECK(cond, ...)                                             \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      ::sampler::fuzz::Fail(absl::StrCat("FUZZ_CHECK(" #cond ") ",        \
-                                         ##__VA_ARGS__),                  \
-                            __FILE__, __LINE__);                          \
-    }                                                                     \
+// FUZZ_CHECK(condition, parts...): on failure, prints the condition and the
+// parts (absl::StrCat) and aborts; the parts are built only on failure.
+#define FUZZ_CHECK(cond, ...)                                              \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      ::sampler::fuzz::Fail(                                               \
+          absl::StrCat("FUZZ_CHECK(" #cond ") ", ##__VA_ARGS__), __FILE__, \
+          __LINE__);                                                       \
+    }                                                                      \
   } while (false)
 
 // ----------------------------------------------------------------- input --
@@ -145,8 +146,7 @@ inline server::RequestLimits Limits() {
 
 inline constexpr uint64_t kServerSeed = 0x5eed5eed5eed5eedULL;
 inline const server::SeedSource& Seeds() {
-  static const auto* seeds =
-      new server::SeedSource([] { return kServerSeed; });
+  static const auto* seeds = new server::SeedSource([] { return kServerSeed; });
   return *seeds;
 }
 
@@ -230,9 +230,22 @@ void RunBatch(std::vector<std::shared_ptr<JobT>> jobs) {
   FUZZ_CHECK(waiter->result.device == "cpu", waiter->result.device);
 }
 
-template <typename JobT>
-void RunOne(const std::shared_ptr<JobT>& job) {
-  RunBatch<JobT>({job});
+// Runs `job` in one batch behind `twin`, the same request parsed again and
+// bound to its own response: a job's answer must not depend on what else is
+// in its batch (nor on its place there), so both must end alike.
+template <typename JobT, typename Response>
+void RunWithTwin(const std::shared_ptr<JobT>& job, const Response& response,
+                 const std::shared_ptr<JobT>& twin,
+                 const Response& twin_response) {
+  FUZZ_CHECK(job != nullptr && twin != nullptr && job != twin);
+  RunBatch<JobT>({twin, job});
+  FUZZ_CHECK(job->status.code() == twin->status.code(), job->status.ToString(),
+             " but its twin ", twin->status.ToString());
+  if (job->status.ok()) {
+    FUZZ_CHECK(
+        response.SerializeAsString() == twin_response.SerializeAsString(),
+        "the same request in one batch gave different answers");
+  }
 }
 
 // ----------------------------------------------------------------- values --
@@ -241,8 +254,8 @@ void RunOne(const std::shared_ptr<JobT>& job) {
 template <typename T>
 bool SameBits(absl::Span<const T> a, absl::Span<const T> b) {
   return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) ==
-                           0);
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // The first index where the bits differ, for messages.

@@ -1,10 +1,10 @@
 // Fuzz target for SampleGamma: the request from arbitrary bytes, validated
-// (ParseGamma), bound and executed on the CPU backend. Rejections are
-// INVALID_ARGUMENT or OUT_OF_RANGE; an accepted request succeeds with one
-// sample per element or group member (linear: >= 0, not NaN, finite unless
-// shape x scale nears overflow; log: not NaN, below +inf), bit for bit what
-// the kernel's CPU function gives on the whole request, in a response that
-// fits max_message_bytes.
+// (ParseGamma), bound and executed on the CPU backend (with a twin: see
+// RunWithTwin). Rejections are INVALID_ARGUMENT or OUT_OF_RANGE; an accepted
+// request succeeds with one sample per element or group member (linear: >= 0,
+// not NaN, finite unless shape x scale nears overflow; log: not NaN, below
+// +inf), bit for bit what the kernel's CPU function gives on the whole request,
+// in a response that fits max_message_bytes.
 #include <variant>
 #include <vector>
 
@@ -28,7 +28,12 @@ SAMPLER_FUZZ_TARGET(gamma) {
   v1::SampleGammaResponse response;
   server::BindGamma(job, &response);
   FUZZ_CHECK(response.seed() == job.seed);
-  RunOne(*parsed);
+  auto twin =
+      server::ParseGamma(request, Limits(), Seeds(), /*streamed=*/false);
+  FUZZ_CHECK(twin.ok(), twin.status().ToString());
+  v1::SampleGammaResponse twin_response;
+  server::BindGamma(**twin, &twin_response);
+  RunWithTwin(*parsed, response, *twin, twin_response);
   FUZZ_CHECK(job.status.ok(), job.status.ToString());
   std::visit(
       [&](const auto& work) {

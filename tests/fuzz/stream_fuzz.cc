@@ -48,8 +48,7 @@ struct CategoricalStream {
   static constexpr const char* kField = "max_rows_per_chunk";
 
   static absl::StatusOr<std::shared_ptr<Job>> Parse(const Request& r) {
-    return server::ParseCategorical(r.request(), StreamLimits(), Seeds(),
-                                    true);
+    return server::ParseCategorical(r.request(), StreamLimits(), Seeds(), true);
   }
   static int64_t ClientMax(const Request& r) { return r.max_rows_per_chunk(); }
   static std::shared_ptr<Job> Slice(const Job& whole, int64_t first,
@@ -151,8 +150,7 @@ struct GammaStream {
           absl::Status s;
           const std::vector<T> direct = DirectGamma(whole, work, &s);
           FUZZ_CHECK(s.ok(), s.ToString());
-          FUZZ_CHECK(SameBits<T>(all, direct),
-                     FirstDifference<T>(all, direct));
+          FUZZ_CHECK(SameBits<T>(all, direct), FirstDifference<T>(all, direct));
         },
         whole.work);
   }
@@ -230,7 +228,8 @@ void FuzzStream(const uint8_t* data, size_t size) {
   FUZZ_CHECK(S::FirstUnit(whole) == 0);
   // The service checks the client's chunk size after parsing.
   const int64_t client_max = S::ClientMax(request);
-  const absl::Status chunk_max = server::ValidateChunkMax(S::kField, client_max);
+  const absl::Status chunk_max =
+      server::ValidateChunkMax(S::kField, client_max);
   if (client_max < 0) {
     FUZZ_CHECK(chunk_max.code() == absl::StatusCode::kInvalidArgument &&
                    absl::StartsWith(chunk_max.message(), S::kField),

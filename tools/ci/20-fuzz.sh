@@ -96,8 +96,11 @@ for t in "${targets[@]}"; do
       "$(ls "$fuzz_dir/corpus/$t" | wc -l)" "$(ls "$dir/corpus" | wc -l)"
   else
     failed=$((failed + 1))
-    echo "fuzz_$t FAILED (exit $rc); log tail:"
-    tail -n 60 "$dir/log" | sed 's/^/  | /'
+    echo "fuzz_$t FAILED (exit $rc):"
+    grep -E 'FUZZ INVARIANT BROKEN|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|^SUMMARY:' \
+      "$dir/log" | head -n 10 | sed 's/^/  ! /' || true
+    echo "  log tail:"
+    tail -n 40 "$dir/log" | sed 's/^/  | /'
     mkdir -p "$build/artifacts/$t"
     cp "$dir"/artifacts/* "$build/artifacts/$t/" 2>/dev/null || true
     for a in "$build/artifacts/$t"/*; do
