@@ -576,26 +576,5 @@ TEST_F(BoardsGpuTest, BadLaunchesAreRefused) {
   EXPECT_EQ(got, want);
 }
 
-TEST_F(BoardsGpuTest, PrepareOrdersByVariantAndNumbersPositions) {
-  SAMPLER_SKIP_WITHOUT_GPU();
-  std::vector<BoardSegment> segments = {
-      *MakeBoardSegment({64, 64, {9}}, 1, 0, 5, 0),
-      *MakeBoardSegment({9, 9, {9}}, 2, 0, 7, 5 * 64),
-      *MakeBoardSegment({64, 64, {9}}, 3, 0, 0, 5 * 64 + 7 * 2),
-      *MakeBoardSegment({9, 9, {9}}, 4, 0, 11, 5 * 64 + 7 * 2)};
-  ASSERT_TRUE(PrepareBoardSegments(absl::MakeSpan(segments), 1 << 20).ok());
-  // Stable by variant: the 9x9 segments (threadwise) first, in their order.
-  EXPECT_EQ(segments[0].seed, 2u);
-  EXPECT_EQ(segments[1].seed, 4u);
-  EXPECT_EQ(segments[2].seed, 1u);
-  EXPECT_EQ(segments[3].seed, 3u);
-  EXPECT_EQ(segments[0].item_begin, 0);
-  EXPECT_EQ(segments[1].item_begin, 7);
-  EXPECT_EQ(segments[2].item_begin, 18);
-  EXPECT_EQ(segments[3].item_begin, 23);
-  EXPECT_EQ(BoardVariants()[segments[0].variant].lanes, 1);
-  EXPECT_GT(BoardVariants()[segments[2].variant].lanes, 1);
-}
-
 }  // namespace
 }  // namespace sampler::kernels::cuda

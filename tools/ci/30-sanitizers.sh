@@ -18,7 +18,9 @@ run_suite() {  # name sanitize test-regex targets...
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSAMPLER_CUDA=OFF -DSAMPLER_SANITIZE="$sanitize" >/dev/null || return 1
   cmake --build "$dir" -j"$jobs" --target "$@" || return 1
-  (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900 -R "$regex")
+  # ctest, then the check that every GoogleTest binary ran a test.
+  "$root/tools/ctest_checked.sh" "$dir" --output-on-failure -j"$jobs" \
+    --timeout 900 -R "$regex"
 }
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_init_order=1

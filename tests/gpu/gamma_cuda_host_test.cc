@@ -1,0 +1,83 @@
+// Host-side code of the CUDA gamma and Dirichlet path (the batch builders
+// and status mapping), which needs no device: these tests run, and can
+// fail, on every machine, CI included. Moved out of gamma_gpu_test.cc,
+// whose binary runs nothing without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sampler/kernels/cuda/gamma.h"
+#include "sampler/kernels/dirichlet.h"
+#include "sampler/kernels/gamma.h"
+
+namespace sampler::kernels::cuda {
+namespace {
+
+TEST(GammaCudaHostTest, RefusesWhatTheCpuRefuses) {
+  GammaBatchBuilder<float> gamma;
+  const std::vector<float> bad_shape = {1.0f, -1.0f};
+  const std::vector<float> ones = {1.0f, 1.0f};
+  absl::StatusOr<int> s = gamma.AddElements(bad_shape, {}, false, 1, 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("shape[1]"), std::string::npos)
+      << s.status();
+  s = gamma.AddElements(ones, bad_shape, false, 1, 0);
+  EXPECT_NE(s.status().message().find("scale[1]"), std::string::npos)
+      << s.status();
+  const std::vector<GammaGroup<float>> groups = {{1.0f, 1.0f, -2}};
+  EXPECT_EQ(gamma.AddGroups(groups, false, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(gamma.segments().empty());
+
+  DirichletBatchBuilder<double> dirichlet;
+  const std::vector<double> alpha = {1.0, 2.0};
+  const std::vector<int64_t> offsets = {0, 2, 2};  // an empty row
+  EXPECT_EQ(dirichlet.AddRows(alpha, offsets, false, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Segments and groups are laid end to end; empty groups are left out.
+TEST(GammaCudaHostTest, LaysOutSegmentsEndToEnd) {
+  GammaBatchBuilder<double> b;
+  const std::vector<GammaGroup<double>> groups = {
+      {1.0, 1.0, 3}, {2.0, 1.0, 0}, {3.0, 2.0, 4}};
+  const std::vector<double> shape = {0.5, 0.25};
+  ASSERT_EQ(*b.AddGroups(groups, true, 9, 100), 0);
+  ASSERT_EQ(*b.AddElements(shape, {}, false, 10, 0), 1);
+  ASSERT_EQ(*b.AddElements(shape, shape, false, 11, 0), 2);
+  ASSERT_EQ(b.total(), 11);
+  const std::vector<GammaSegment>& segs = b.segments();
+  EXPECT_EQ(segs[0].out_begin, 0);
+  EXPECT_EQ(segs[0].count, 7);
+  EXPECT_EQ(segs[0].num_groups, 2);
+  EXPECT_EQ(segs[0].flags, kSegmentLogOutput);
+  EXPECT_EQ(segs[1].out_begin, 7);
+  EXPECT_EQ(segs[1].flags, kSegmentUnitScale);
+  EXPECT_EQ(segs[2].out_begin, 9);
+  EXPECT_EQ(segs[2].param_begin, 2);
+  EXPECT_EQ(segs[2].scale_begin, 0);  // unit scales are not stored
+  std::vector<char> arena(b.ArenaBytes());
+  b.PackInto(arena.data());
+  const GammaBatch<double> v = b.View(arena.data(), nullptr, nullptr);
+  EXPECT_EQ(v.num_segments, 3);
+  EXPECT_EQ(v.groups[1].out_begin, 3);
+  EXPECT_EQ(v.groups[1].shape, 3.0);
+  EXPECT_EQ(v.shape[3], 0.25);
+  EXPECT_EQ(v.scale[1], 0.25);
+}
+
+TEST(GammaCudaHostTest, SegmentStatusMapsToTheCpuCodes) {
+  EXPECT_TRUE(SegmentStatus(0, 0).ok());
+  EXPECT_EQ(SegmentStatus(kStatusAttemptCap, 3).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(SegmentStatus(kStatusRowUnderflow, 3).code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace sampler::kernels::cuda
