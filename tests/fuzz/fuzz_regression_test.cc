@@ -4,7 +4,10 @@
 // through the same entry point that libFuzzer calls, compiled with
 // -DSAMPLER_FUZZ_REGRESSION so that each target registers itself by name
 // (fuzz_target.h). A broken invariant aborts with its message; each file's
-// name is printed before it runs, so the log names the input.
+// name is printed before it runs, so the log names the input. A folder
+// that exists must hold inputs: an empty one fails rather than pass having
+// replayed nothing; a target without regressions has no folder and no
+// regressions_<target> test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,7 +47,13 @@ std::string ReadFile(const fs::path& path) {
 }
 
 void Replay(const std::string& target, FuzzFn fn, const fs::path& dir) {
-  for (const fs::path& file : Inputs(dir)) {
+  const std::vector<fs::path> files = Inputs(dir);
+  if (files.empty()) {
+    ADD_FAILURE() << "no inputs in " << dir
+                  << ": a replay of nothing proves nothing; add inputs or "
+                     "remove the folder";
+  }
+  for (const fs::path& file : files) {
     SCOPED_TRACE(file.string());
     std::fprintf(stderr, "replaying %s\n", file.c_str());
     const std::string bytes = ReadFile(file);
@@ -68,18 +77,35 @@ TEST(FuzzRegression, EveryTargetHasACorpus) {
   }
 }
 
+// Every regressions folder belongs to a target (a misspelt folder would
+// otherwise never be replayed).
+TEST(FuzzRegression, EveryRegressionFolderHasATarget) {
+  for (const fs::directory_entry& e :
+       fs::directory_iterator(kFuzzDir / "regressions")) {
+    EXPECT_TRUE(e.is_directory()) << e.path();
+    EXPECT_EQ(Registry().count(e.path().filename().string()), 1u)
+        << "no fuzz target for " << e.path();
+  }
+}
+
 }  // namespace
 }  // namespace sampler::fuzz
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   // One test per target and directory, registered once the targets have
-  // registered themselves (static initialisation, before main).
+  // registered themselves (static initialisation, before main). Every
+  // target has a corpus (EveryTargetHasACorpus); regressions only where
+  // its folder exists.
   for (const auto& [name, fn] : sampler::fuzz::Registry()) {
     for (const char* dir : {"corpus", "regressions"}) {
       const std::string target = name;
       const sampler::fuzz::FuzzFn target_fn = fn;
       const std::filesystem::path path = sampler::fuzz::kFuzzDir / dir / target;
+      if (std::string(dir) == "regressions" &&
+          !std::filesystem::is_directory(path)) {
+        continue;
+      }
       testing::RegisterTest(
           "FuzzRegression", (std::string(dir) + "_" + target).c_str(), nullptr,
           nullptr, __FILE__, __LINE__, [=]() -> testing::Test* {
