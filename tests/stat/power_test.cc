@@ -543,5 +543,314 @@ TYPED_TEST(DirichletPowerTest_, DetectsOneComponentTimes101) {
   }
 }
 
+
+// ============================================================ boards ====
+
+using BoardSampler = std::function<absl::Status(
+    uint64_t first_position, int64_t count, absl::Span<uint64_t> out)>;
+
+bool BoardBit(const uint64_t* w, int site) { return (w[site / 64] >> (site % 64)) & 1; }
+
+// The test: n positions of `spec`. Marginals: for every colour and site the
+// count of positions with that colour there, against k_c / S (Bonferroni
+// over S x C cells). Pairs: for every pair of horizontally or vertically
+// adjacent sites (s, t) and colours (a, b), the count of positions with a at
+// s and b at t, against k_a (k_b - [a = b]) / (S (S - 1)) (Bonferroni over
+// those cells) - the pair statistics that a sampler with uniform marginals
+// but a local correlation would fail.
+Verdict BoardsPowerTest(const BoardSampler& sample, const BoardSpec& spec,
+                        int64_t n) {
+  const int sites = spec.rows * spec.cols;
+  const int colours = static_cast<int>(spec.stones.size());
+  const int words = BoardWords64(spec);
+  std::vector<std::pair<int, int>> adj;
+  for (int r = 0; r < spec.rows; ++r) {
+    for (int c = 0; c < spec.cols; ++c) {
+      if (c + 1 < spec.cols) adj.push_back({r * spec.cols + c, r * spec.cols + c + 1});
+      if (r + 1 < spec.rows) adj.push_back({r * spec.cols + c, (r + 1) * spec.cols + c});
+    }
+  }
+  std::vector<int64_t> marg(static_cast<size_t>(sites) * colours, 0);
+  std::vector<int64_t> pairs(adj.size() * colours * colours, 0);
+  const int64_t chunk = std::max<int64_t>(1, kChunk / (words * colours));
+  std::vector<uint64_t> buf(chunk * words * colours);
+  std::vector<int> colour_at(sites);
+  Verdict v;
+  int64_t bad = 0;
+  for (int64_t first = 0; first < n; first += chunk) {
+    const int64_t len = std::min(chunk, n - first);
+    const absl::Status s = sample(
+        static_cast<uint64_t>(first), len,
+        absl::MakeSpan(buf.data(), len * words * colours));
+    if (!s.ok()) {
+      v.checks.push_back({"sampler status: " + s.ToString(), INFINITY, 1});
+      return v;
+    }
+    for (int64_t p = 0; p < len; ++p) {
+      const uint64_t* pos = &buf[p * words * colours];
+      std::fill(colour_at.begin(), colour_at.end(), -1);
+      for (int c = 0; c < colours; ++c) {
+        int stones = 0;
+        for (int site = 0; site < sites; ++site) {
+          if (!BoardBit(pos + c * words, site)) continue;
+          ++stones;
+          if (colour_at[site] != -1) ++bad;  // two colours on one site
+          colour_at[site] = c;
+          ++marg[static_cast<size_t>(c) * sites + site];
+        }
+        if (stones != spec.stones[c]) ++bad;
+      }
+      for (size_t i = 0; i < adj.size(); ++i) {
+        const int a = colour_at[adj[i].first], b = colour_at[adj[i].second];
+        if (a >= 0 && b >= 0) ++pairs[(i * colours + a) * colours + b];
+      }
+    }
+  }
+  if (bad > 0) v.checks.push_back({"malformed positions", INFINITY, 1});
+  std::vector<long double> pm, pp;
+  const long double s_all = sites;
+  for (int c = 0; c < colours; ++c)
+    for (int site = 0; site < sites; ++site)
+      pm.push_back(spec.stones[c] / s_all);
+  for (size_t i = 0; i < adj.size(); ++i)
+    for (int a = 0; a < colours; ++a)
+      for (int b = 0; b < colours; ++b)
+        pp.push_back(static_cast<long double>(spec.stones[a]) *
+                     (spec.stones[b] - (a == b ? 1 : 0)) /
+                     (s_all * (s_all - 1)));
+  sampler::testing::AddCellChecks("site x colour", marg, pm, n, v);
+  sampler::testing::AddCellChecks("adjacent pair x colours", pairs, pp, n, v);
+  return v;
+}
+
+BoardSampler RealBoards(const BoardSpec& spec, uint64_t seed) {
+  return [=](uint64_t first, int64_t count, absl::Span<uint64_t> out) {
+    return SampleBoardsCpu(spec, seed, first, count, out);
+  };
+}
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The twin: the real positions, except that with probability q (a hash of
+// the position index) a uniformly chosen colour-0 stone moves to site
+// `site` when that site is empty. With q = 0.01 p / P(site empty), p =
+// k_0 / S, colour 0 holds `site` with probability exactly 1.01 p.
+BoardSampler PreferringTwin(const BoardSpec& spec, uint64_t seed, int site) {
+  const int sites = spec.rows * spec.cols;
+  int stones = 0;
+  for (int32_t k : spec.stones) stones += k;
+  const double p = static_cast<double>(spec.stones[0]) / sites;
+  const double q = 0.01 * p / (1.0 - static_cast<double>(stones) / sites);
+  const int words = BoardWords64(spec);
+  const int colours = static_cast<int>(spec.stones.size());
+  return [=](uint64_t first, int64_t count, absl::Span<uint64_t> out) {
+    const absl::Status s = SampleBoardsCpu(spec, seed, first, count, out);
+    if (!s.ok()) return s;
+    for (int64_t i = 0; i < count; ++i) {
+      uint64_t* pos = &out[i * words * colours];
+      const uint64_t h = SplitMix64(first + i);
+      if (static_cast<double>(h >> 11) * 0x1p-53 >= q) continue;
+      bool empty = true;
+      for (int c = 0; c < colours; ++c) empty &= !BoardBit(pos + c * words, site);
+      if (!empty) continue;
+      int j = static_cast<int>(SplitMix64(h) % spec.stones[0]);
+      for (int t = 0; t < sites; ++t) {
+        if (!BoardBit(pos, t) || j-- != 0) continue;
+        pos[t / 64] &= ~(uint64_t{1} << (t % 64));
+        pos[site / 64] |= uint64_t{1} << (site % 64);
+        break;
+      }
+    }
+    return absl::OkStatus();
+  };
+}
+
+// 9 x 9, 40 stones of colour 0 and 20 of colour 1 (marginals 0.49 and
+// 0.25; the twin's site 40, the centre, is empty with probability 21/81).
+// 162 marginal cells, 576 adjacent-pair cells. Sized so that the twin is
+// seen with probability 0.9999: 1.0M positions, which detect (probability
+// 0.99) a 1% bias of any colour-0 site marginal (0.82%), 1.42% of a colour-1
+// marginal, 1.1% to 3% of an adjacent-pair frequency (figures printed).
+TEST(BoardsPowerTest_, DetectsOneSitePreferredByOnePercent) {
+  BoardSpec spec;
+  spec.rows = 9;
+  spec.cols = 9;
+  spec.stones = {40, 20};
+  const int sites = 81;
+  const double p0 = 40.0 / sites, p1 = 20.0 / sites;
+  const int64_t m = 2 * sites;
+  const double twin_z = sampler::testing::DetectableShift(
+      CriticalZ(m), sampler::testing::kTwinPower);
+  const int64_t n = static_cast<int64_t>(
+      std::ceil(std::pow(twin_z / 0.01, 2) * (1 - p0) / p0 / 1e5) * 1e5);
+  const double nd = static_cast<double>(n);
+  const double pair00 = 40.0 * 39 / (81.0 * 80), pair11 = 20.0 * 19 / (81.0 * 80);
+  const int64_t m_pairs = 144 * 4;
+  std::printf(
+      "boards 9x9 (40, 20), %lld positions: detects colour-0 marginal %.2f%%, "
+      "colour-1 marginal %.2f%%, pair (0, 0) %.2f%%, pair (1, 1) %.2f%%\n",
+      static_cast<long long>(n),
+      100 * MinDetectable(std::sqrt((1 - p0) / p0), nd, m),
+      100 * MinDetectable(std::sqrt((1 - p1) / p1), nd, m),
+      100 * MinDetectable(std::sqrt((1 - pair00) / pair00), nd, m_pairs),
+      100 * MinDetectable(std::sqrt((1 - pair11) / pair11), nd, m_pairs));
+  EXPECT_LE(MinDetectable(std::sqrt((1 - p0) / p0), nd, m), 0.01);
+
+  const Verdict real = BoardsPowerTest(RealBoards(spec, 0xb0a4d), spec, n);
+  PrintVerdict("real", real);
+  EXPECT_TRUE(real.pass()) << real.Summary();
+  const Verdict twin =
+      BoardsPowerTest(PreferringTwin(spec, 0xb0a4d, 40), spec, n);
+  PrintVerdict("twin preferring site 40 by 1%", twin);
+  EXPECT_FALSE(twin.pass()) << "the twin passed: " << twin.Summary();
+}
+
+// ======================================================= enumeration ====
+
+// Enumeration is exact arithmetic, so its test is exact: on terms whose
+// values are small integers times powers of two, every product and every
+// partial sum of the convolution is exact in double, so the exact result
+// (computed here in 64-bit integers) is representable and a correct
+// enumerator must return it bit for bit (float: the exact result rounded
+// once). The test detects any error of half an ulp of any element (a
+// different rounding), deterministically: no false alarms, no misses. The
+// twin moves one input probability by one ulp (nextafter); that changes
+// the exact sum by one ulp of the input times the other terms' values,
+// which no element absorbs.
+using Enumerator = std::function<absl::StatusOr<std::vector<double>>(
+    const std::vector<std::vector<double>>& terms)>;
+
+template <typename T>
+Enumerator RealEnumerator(int perturb_term = -1, int perturb_index = 0) {
+  return [=](const std::vector<std::vector<double>>& terms)
+             -> absl::StatusOr<std::vector<double>> {
+    std::vector<std::vector<T>> values;
+    for (const auto& t : terms) values.emplace_back(t.begin(), t.end());
+    if (perturb_term >= 0) {
+      T& x = values[perturb_term][perturb_index];
+      x = std::nextafter(x, std::numeric_limits<T>::infinity());
+    }
+    std::vector<PmfTerm<T>> pmf;
+    for (const auto& t : values) pmf.push_back({0, absl::MakeConstSpan(t)});
+    absl::StatusOr<Pmf<T>> r =
+        EnumerateCpu<T>(pmf, ProbSpace::kLinear, ProbSpace::kLinear);
+    if (!r.ok()) return r.status();
+    return std::vector<double>(r->values.begin(), r->values.end());
+  };
+}
+
+// Terms m_i 2^-e_t with integer numerators: the exact convolution as
+// integer numerators (all fit: the caller keeps them below 2^53) and a
+// common exponent.
+std::vector<double> ExactConvolution(
+    const std::vector<std::vector<int64_t>>& num, int exponent) {
+  std::vector<int64_t> acc = num[0];
+  for (size_t t = 1; t < num.size(); ++t) {
+    std::vector<int64_t> next(acc.size() + num[t].size() - 1, 0);
+    for (size_t i = 0; i < acc.size(); ++i)
+      for (size_t j = 0; j < num[t].size(); ++j) next[i + j] += acc[i] * num[t][j];
+    acc = next;
+  }
+  std::vector<double> out;
+  for (int64_t x : acc) out.push_back(std::ldexp(static_cast<double>(x), exponent));
+  return out;
+}
+
+// Checks: the number of elements whose bits differ from the exact result
+// rounded to T (must be 0), and the largest such difference in ulps.
+template <typename T>
+Verdict EnumeratePowerTest(const Enumerator& enumerate,
+                           const std::vector<std::vector<double>>& terms,
+                           const std::vector<double>& exact) {
+  Verdict v;
+  const absl::StatusOr<std::vector<double>> out = enumerate(terms);
+  if (!out.ok() || out->size() != exact.size()) {
+    v.checks.push_back({"status or size", INFINITY, 1});
+    return v;
+  }
+  int64_t wrong = 0;
+  double worst_ulps = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    const T want = static_cast<T>(exact[i]);
+    const T got = static_cast<T>((*out)[i]);
+    if (got == want) continue;
+    ++wrong;
+    const T ulp = std::nextafter(want, std::numeric_limits<T>::infinity()) - want;
+    worst_ulps = std::max(worst_ulps, std::fabs(static_cast<double>(got - want)) /
+                                          static_cast<double>(ulp));
+  }
+  v.checks.push_back({"elements not exact", static_cast<double>(wrong), 0});
+  v.checks.push_back({"worst error in ulps", worst_ulps, 0});
+  return v;
+}
+
+template <typename T>
+class EnumeratePowerTest_ : public ::testing::Test {};
+TYPED_TEST_SUITE(EnumeratePowerTest_, Precisions);
+
+// Three terms of 24 values with numerators below 2^8 (the last term with
+// zeros), scaled by powers of two; in double the last term is scaled by
+// 2^-960 so that the result lies near 1e-290 (deep in double's range, where
+// a relative error would show the same). Each term's first and last
+// numerators are powers of two (128, 64), so the first and last output
+// elements are single products of powers of two.
+//
+// Twins: one value of each term, in turn, one ulp up. A one-ulp change of
+// an input changes each output element by at most one ulp of that element
+// (all terms are non-negative), so what the exact comparison sees is an
+// element that the changed value dominates: the first value of a term
+// alone makes the first output element (exactly one ulp off), the last
+// value the last element. A middle value shares every element with many
+// others, and its ulp is lost in the rounding of the result (a run that
+// moved one of them showed no change in float): the test is exact, so it
+// sees every error that reaches the output's bits, and no smaller one.
+TYPED_TEST(EnumeratePowerTest_, ExactOnDyadicTermsAndSeesOneUlp) {
+  using T = TypeParam;
+  constexpr bool kDouble = std::is_same_v<T, double>;
+  std::vector<std::vector<int64_t>> num(3);
+  uint64_t h = 0xe4e4;
+  for (int t = 0; t < 3; ++t) {
+    for (int i = 0; i < 24; ++i) {
+      h = SplitMix64(h);
+      int64_t m = static_cast<int64_t>(h % 256);
+      if (t == 2 && i % 5 == 3) m = 0;
+      if (m == 0 && t != 2) m = 1;
+      if (i == 0) m = 128;
+      if (i == 23) m = 64;
+      num[t].push_back(m);
+    }
+  }
+  const int e[3] = {-8, -12, kDouble ? -960 : -9};
+  std::vector<std::vector<double>> terms(3);
+  for (int t = 0; t < 3; ++t)
+    for (int64_t m : num[t]) terms[t].push_back(std::ldexp(static_cast<double>(m), e[t]));
+  const std::vector<double> exact = ExactConvolution(num, e[0] + e[1] + e[2]);
+  std::printf("enumeration %s: %zu elements, smallest non-zero %g\n",
+              PrecisionName<T>(), exact.size(), [&] {
+                double lo = INFINITY;
+                for (double x : exact) if (x > 0) lo = std::min(lo, x);
+                return lo;
+              }());
+
+  const Verdict real = EnumeratePowerTest<T>(RealEnumerator<T>(), terms, exact);
+  PrintVerdict("real", real);
+  EXPECT_TRUE(real.pass()) << real.Summary();
+  for (int t = 0; t < 6; ++t) {
+    const int index = t < 3 ? 0 : 23;  // first, then last values
+    const Verdict twin =
+        EnumeratePowerTest<T>(RealEnumerator<T>(t % 3, index), terms, exact);
+    PrintVerdict("twin term " + std::to_string(t % 3) + "[" +
+                     std::to_string(index) + "] + 1 ulp",
+                 twin);
+    EXPECT_FALSE(twin.pass()) << "term " << t << ": the twin passed: "
+                              << twin.Summary();
+  }
+}
+
 }  // namespace
 }  // namespace sampler::kernels

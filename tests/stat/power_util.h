@@ -94,8 +94,11 @@ struct Verdict {
     const Check* worst = nullptr;
     double worst_ratio = -1;
     for (const Check& c : checks) {
-      const double r =
-          std::isfinite(c.z) ? std::fabs(c.z) / c.crit : 1e300;
+      // crit 0 (exact checks): any non-zero z is infinitely far past it.
+      const double r = !std::isfinite(c.z) ? 1e300
+                       : c.crit > 0        ? std::fabs(c.z) / c.crit
+                       : c.z == 0          ? 0
+                                           : 1e300;
       if (r > worst_ratio) worst_ratio = r, worst = &c;
     }
     return worst;
