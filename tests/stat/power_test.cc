@@ -312,11 +312,13 @@ TYPED_TEST_SUITE(CategoricalPowerTest_, Precisions);
 
 // Two rows of weights, each with its twin boosting one weight by 1%:
 //   K = 5, weights 1..5 (the remnant path): the twin boosts the smallest
-//     share, 1/15; 9.6M draws. The test detects (probability 0.99) a 1%
-//     bias of any share of 0.063 or more, 2.5% of the smallest.
+//     share, 1/15; 12.8M draws. The test detects (probability 0.99) a
+//     relative bias of 0.79% of the smallest share, less for the others.
 //   K = 200, one weight 199 and 199 of 1 (butterfly blocks + remnant): the
-//     twin boosts the heavy share, 1/2; 2.7M draws. Detected: 1% of the
-//     heavy share, 7% of each light one (share 1/398).
+//     twin boosts the heavy share, 1/2; 3.7M draws. Detected: 0.43% of the
+//     heavy share, 8.5% of each light one (share 1/398).
+// Sized so that the twin fails with probability 0.9999 (kTwinPower); it
+// fails at z = +7.7 to +10.5 against critical values 5.2 and 5.85.
 // A 1% bias of a share p needs about 6e5 (1 - p) / p draws, so 1% of every
 // category at K >= 64 is out of CI's reach by sampling: the exact counting
 // test of categorical_test.cc covers those, and the GPU program
@@ -345,10 +347,10 @@ TYPED_TEST(CategoricalPowerTest_, DetectsOneWeightTimes101) {
     const double detect_boosted = MinDetectable(std::sqrt((1 - pb) / pb), n, k);
     const double detect_min = MinDetectable(std::sqrt((1 - pm) / pm), n, k);
     std::printf(
-        "categorical %s K = %lld, %.3g draws: detects 1%% x %.2f of share "
-        "%.4g, 1%% x %.2f of the smallest (%.4g)\n",
+        "categorical %s K = %lld, %.3g draws: detects a bias of %.2f%% of "
+        "the twin's share %.4g, %.2f%% of the smallest (%.4g)\n",
         PrecisionName<T>(), static_cast<long long>(k), n,
-        detect_boosted / 0.01, pb, detect_min / 0.01, pm);
+        100 * detect_boosted, pb, 100 * detect_min, pm);
     EXPECT_LE(detect_boosted, 0.01);
 
     const Verdict real = CategoricalPowerTest(
@@ -465,11 +467,13 @@ TYPED_TEST_SUITE(DirichletPowerTest_, Precisions);
 // 1.01 (the sampled alphas are those of T; the test's moments use them):
 //   {1, 2, 3, 4}: mean and variance of every X_i and log X_i, 16 checks;
 //     sized so that a 1% bias of every component's mean and variance is
-//     detected with probability 0.99 (2.9M rows; figures printed).
+//     detected with probability 0.99 (2.84M rows: mean 0.42%, variance
+//     0.98%, mean of log 0.46% of its sd, variance of log 1.00%).
 //   {1e-3, 0.01, 0.5, 2} (tiny concentrations, log space only): mean and
-//     variance of log X_i, 8 checks; sized for a bias of the mean of log X_i
-//     of 1% of its sd and for the twin (0.6M rows). The variance of log X_i
-//     is seen from about 3%.
+//     variance of log X_i, 8 checks; sized for the twin at probability
+//     0.9999 (0.81M rows: mean of log X_i 0.85% of its sd, variance of
+//     log X_i 3.1%).
+// The twins fail at z = +21 and +8.4 to +9.0 (critical 5.41, 5.29).
 TYPED_TEST(DirichletPowerTest_, DetectsOneComponentTimes101) {
   using T = TypeParam;
   struct Config {
