@@ -291,7 +291,8 @@ int64_t CategoricalDrawsFor(long double p, int64_t k) {
 
 template <typename T>
 RowSampler CategoricalSampler(std::vector<T> weights, int32_t draws,
-                              uint64_t seed) {
+                              uint64_t seed,
+                              WeightKind kind = WeightKind::kWeights) {
   return [=](uint64_t first_row, int64_t rows, absl::Span<int32_t> out) {
     std::vector<T> values;
     values.reserve(rows * weights.size());
@@ -301,8 +302,7 @@ RowSampler CategoricalSampler(std::vector<T> weights, int32_t draws,
     shape.rows = rows;
     shape.categories = static_cast<int64_t>(weights.size());
     shape.draws = draws;
-    return SampleCategoricalCpu<T>(values, shape, WeightKind::kWeights, seed,
-                                   first_row, out);
+    return SampleCategoricalCpu<T>(values, shape, kind, seed, first_row, out);
   };
 }
 
@@ -317,6 +317,8 @@ TYPED_TEST_SUITE(CategoricalPowerTest_, Precisions);
 //   K = 200, one weight 199 and 199 of 1 (butterfly blocks + remnant): the
 //     twin boosts the heavy share, 1/2; 3.7M draws. Detected: 0.43% of the
 //     heavy share, 8.5% of each light one (share 1/398).
+//   The same K = 5 row as logits log(1..5) (the logits path): the twin
+//     adds log(1.01) to the first.
 // Sized so that the twin fails with probability 0.9999 (kTwinPower); it
 // fails at z = +7.7 to +10.5 against critical values 5.2 and 5.85.
 // A 1% bias of a share p needs about 6e5 (1 - p) / p draws, so 1% of every
@@ -326,17 +328,26 @@ TYPED_TEST_SUITE(CategoricalPowerTest_, Precisions);
 TYPED_TEST(CategoricalPowerTest_, DetectsOneWeightTimes101) {
   using T = TypeParam;
   struct Config {
-    std::vector<T> weights;
+    std::vector<T> weights;  // logits for kLogits
     int boosted;
     int32_t draws;
+    WeightKind kind = WeightKind::kWeights;
   };
   std::vector<T> heavy(200, T(1));
   heavy[17] = T(199);
-  const Config configs[] = {{{1, 2, 3, 4, 5}, 0, 64}, {heavy, 17, 64}};
+  std::vector<T> logits;
+  for (int i = 1; i <= 5; ++i) logits.push_back(static_cast<T>(std::log(i)));
+  const Config configs[] = {{{1, 2, 3, 4, 5}, 0, 64},
+                            {heavy, 17, 64},
+                            {logits, 0, 64, WeightKind::kLogits}};
   uint64_t seed = std::is_same_v<T, float> ? 0xca7100 : 0xca7200;
   for (const Config& c : configs) {
     const int64_t k = static_cast<int64_t>(c.weights.size());
-    const std::vector<long double> shares = Shares(c.weights);
+    const bool is_logits = c.kind == WeightKind::kLogits;
+    std::vector<long double> exp_logits;
+    for (T l : c.weights) exp_logits.push_back(std::exp(static_cast<long double>(l)));
+    const std::vector<long double> shares =
+        is_logits ? Shares(exp_logits) : Shares(c.weights);
     const int64_t n_needed = CategoricalDrawsFor(shares[c.boosted], k);
     const int64_t rows = (n_needed + c.draws - 1) / c.draws;
     const double n = static_cast<double>(rows) * c.draws;
@@ -347,21 +358,26 @@ TYPED_TEST(CategoricalPowerTest_, DetectsOneWeightTimes101) {
     const double detect_boosted = MinDetectable(std::sqrt((1 - pb) / pb), n, k);
     const double detect_min = MinDetectable(std::sqrt((1 - pm) / pm), n, k);
     std::printf(
-        "categorical %s K = %lld, %.3g draws: detects a bias of %.2f%% of "
-        "the twin's share %.4g, %.2f%% of the smallest (%.4g)\n",
-        PrecisionName<T>(), static_cast<long long>(k), n,
+        "categorical %s %s K = %lld, %.3g draws: detects a bias of %.2f%% "
+        "of the twin's share %.4g, %.2f%% of the smallest (%.4g)\n",
+        PrecisionName<T>(), is_logits ? "logits" : "weights",
+        static_cast<long long>(k), n,
         100 * detect_boosted, pb, 100 * detect_min, pm);
     EXPECT_LE(detect_boosted, 0.01);
 
     const Verdict real = CategoricalPowerTest(
-        CategoricalSampler<T>(c.weights, c.draws, seed), shares, rows,
-        c.draws);
+        CategoricalSampler<T>(c.weights, c.draws, seed, c.kind), shares,
+        rows, c.draws);
     PrintVerdict("real", real);
     EXPECT_TRUE(real.pass()) << "K " << k << ": " << real.Summary();
+    // The twin: weight x 1.01, or logit + log(1.01).
     std::vector<T> boosted = c.weights;
-    boosted[c.boosted] = static_cast<T>(boosted[c.boosted] * T(1.01));
+    boosted[c.boosted] =
+        is_logits ? static_cast<T>(boosted[c.boosted] + std::log(1.01))
+                  : static_cast<T>(boosted[c.boosted] * T(1.01));
     const Verdict twin = CategoricalPowerTest(
-        CategoricalSampler<T>(boosted, c.draws, seed), shares, rows, c.draws);
+        CategoricalSampler<T>(boosted, c.draws, seed, c.kind), shares, rows,
+        c.draws);
     PrintVerdict("twin weight x 1.01", twin);
     EXPECT_FALSE(twin.pass()) << "K " << k << ": the twin passed: "
                               << twin.Summary();
