@@ -282,19 +282,21 @@ void RunCategorical(Ctx& ctx, const std::string& name, const std::vector<T>& w,
   r.config = name + ", K = " + std::to_string(k);
   // 32 copies of the row (one warp); every segment reads them with its own
   // first_row, so rows differ only in their random streams. Each row costs
-  // a pass over its K values, so large K gets more draws per row (K / D
-  // reads per draw); every segment is one warp, and a launch takes as many
-  // as its output (2^27 indices) and the butterfly's workspace (K elements
-  // per segment for K >= 64, kept under 2 GiB) allow.
-  const int32_t draws = k >= (1 << 16) ? (1 << 14) : 4096;
+  // a pass over its K values, each draw a search of log2 K dependent loads:
+  // large K gets 2^18 draws per row (K / 2^18 reads per draw), small K 4096
+  // (more warps). Every segment is one warp; a launch takes as many as its
+  // output (2^30 indices, 4 GiB) and the butterfly's workspace (K elements
+  // per segment for K >= 64, kept under 16 GiB) allow. The trial (10^7
+  // draws, 20 segments of 2^14 draws at K = 2^24) took 3.5 s (float) and
+  // 7 s (double) per configuration on an H200, bound by too few warps.
+  const int32_t draws = k >= (1 << 16) ? (1 << 18) : 4096;
   const int64_t per_seg = 32 * static_cast<int64_t>(draws);
   const int64_t segs_total = std::max<int64_t>(1, (n_wanted + per_seg - 1) / per_seg);
   const int64_t n = segs_total * per_seg;
   r.n = static_cast<double>(n);
   const int64_t segs_per_launch = std::max<int64_t>(
-      1, std::min((int64_t{1} << 27) / per_seg,
-                  (int64_t{1} << 31) / (k * static_cast<int64_t>(sizeof(T)))));
-
+      1, std::min((int64_t{1} << 30) / per_seg,
+                  (int64_t{1} << 34) / (k * static_cast<int64_t>(sizeof(T)))));
   std::vector<T> values(32 * w.size());
   for (int i = 0; i < 32; ++i) std::copy(w.begin(), w.end(), values.begin() + i * k);
   {
