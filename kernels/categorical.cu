@@ -275,11 +275,15 @@ __device__ __forceinline__ int ButterflySearch(const U (&a)[kWarpSize],
 // the select because ptxas then allocates 126 registers instead of 164 (a
 // measured quirk); the K < 64 kernel saves the 32 selects per block.
 // Predicated loads under a run-time mask instead cost about 90 registers.
-template <typename T, bool kSameBlock, bool kZeroOutside>
+// Each value goes through `convert(k, v)` as it arrives (the identity, or
+// the quantization to an integer weight), so that no second array of
+// registers holds the raw values.
+template <typename T, bool kSameBlock, bool kZeroOutside, typename A,
+          typename Convert>
 __device__ __forceinline__ void LoadTransposed(
-    T (&a)[kWarpSize], const T* __restrict__ values, int64_t first_valid,
+    A (&a)[kWarpSize], const T* __restrict__ values, int64_t first_valid,
     int64_t categories, uint32_t valid, uint32_t advance, int lane, int remnant,
-    int32_t block) {
+    int32_t block, const Convert& convert) {
   const T* ptr = values + (first_valid + remnant + lane +
                            (kSameBlock ? kWarpSize * int64_t{block} : 0));
 #pragma unroll
@@ -291,9 +295,26 @@ __device__ __forceinline__ void LoadTransposed(
     } else {
       v = ptr[kWarpSize * __shfl_sync(kFullMask, block, k)];
     }
-    a[k] = !kZeroOutside || ((valid >> k) & 1u) ? v : T(0);
+    a[k] = convert(k, !kZeroOutside || ((valid >> k) & 1u) ? v : T(0));
   }
 }
+
+template <typename T>
+struct Identity {
+  __device__ __forceinline__ T operator()(int /*k*/, T v) const { return v; }
+};
+
+// Row k's integer weight from its stored value: the weight (or exp(l - max)
+// for logits) times 2^scale_k, floored (cat::QuantizeWeight).
+template <typename T>
+struct QuantizeFromShared {
+  bool logits;
+  const T* row_max;
+  const int32_t* scale;
+  __device__ __forceinline__ U operator()(int k, T v) const {
+    return cat::QuantizeWeight(ToWeight(v, logits, row_max[k]), scale[k]);
+  }
+};
 
 // Logits become weights in place; row k's maximum is row_max[k].
 template <typename T>
@@ -301,25 +322,6 @@ __device__ __forceinline__ void LogitsToWeights(T (&a)[kWarpSize],
                                                 const T* row_max) {
 #pragma unroll
   for (int k = 0; k < kWarpSize; ++k) a[k] = detmath::Exp(a[k] - row_max[k]);
-}
-
-// Column sums in double for the row scale: acc[k] += w of row k, column
-// lane (RowScaleSum's column order).
-template <typename T>
-__device__ __forceinline__ void AccumulateColumns(double (&acc)[kWarpSize],
-                                                  const T (&w)[kWarpSize]) {
-#pragma unroll
-  for (int k = 0; k < kWarpSize; ++k) acc[k] = acc[k] + static_cast<double>(w[k]);
-}
-
-// Quantized weights: q[k] = floor(w[k] * 2^scale_k), row k's scale from
-// shared memory.
-template <typename T>
-__device__ __forceinline__ void Quantize(U (&q)[kWarpSize],
-                                         const T (&w)[kWarpSize],
-                                         const int32_t* scale) {
-#pragma unroll
-  for (int k = 0; k < kWarpSize; ++k) q[k] = cat::QuantizeWeight(w[k], scale[k]);
 }
 
 // The Philox block of draw d, kept out of line: called only for draws past
@@ -427,7 +429,7 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
     for (int32_t b = 0; b < blocks; ++b) {
       LoadTransposed<T, true, kMultiBlock>(w, p.values, first_valid, categories,
                                            valid_rows, advance_rows, lane,
-                                           remnant, b);
+                                           remnant, b, Identity<T>());
       Butterfly(w, lane, Max<T>());
       row_max = Max<T>()(row_max, w[kWarpSize - 1]);
     }
@@ -438,8 +440,7 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
   }
 
   // The row scale from the double sum S_d of RowScaleSum: the remnant in
-  // order, the column sums over the blocks, their pairwise tree (the
-  // butterfly's root).
+  // order, then each block's total in T (the butterfly's root) widened.
   double scale_sum = 0;
   if (remnant > 0 && active) {
     for (int j = 0; j < remnant; ++j) {
@@ -447,20 +448,14 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
                                   Staged<T>(my_prefix[j]), logits, row_max));
     }
   }
-  if (blocks > 0) {
-    double acc[kWarpSize];
-#pragma unroll
-    for (int k = 0; k < kWarpSize; ++k) acc[k] = 0;
 #pragma unroll 1
-    for (int32_t b = 0; b < blocks; ++b) {
-      LoadTransposed<T, true, kMultiBlock>(w, p.values, first_valid, categories,
-                                           valid_rows, advance_rows, lane,
-                                           remnant, b);
-      if (logits) LogitsToWeights(w, row_max_area);
-      AccumulateColumns(acc, w);
-    }
-    Butterfly(acc, lane, Plus<double>());
-    scale_sum = scale_sum + acc[kWarpSize - 1];
+  for (int32_t b = 0; b < blocks; ++b) {
+    LoadTransposed<T, true, kMultiBlock>(w, p.values, first_valid, categories,
+                                         valid_rows, advance_rows, lane,
+                                         remnant, b, Identity<T>());
+    if (logits) LogitsToWeights(w, row_max_area);
+    Butterfly(w, lane, Plus<T>());
+    scale_sum = scale_sum + static_cast<double>(w[kWarpSize - 1]);
   }
   const int32_t scale = cat::RowScale(scale_sum);
   scale_area[lane] = scale;
@@ -481,15 +476,14 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
 
   // First pass over the blocks: each block's butterfly table, its total,
   // the running E_b.
+  const QuantizeFromShared<T> quantize{logits, row_max_area, scale_area};
   U a[kWarpSize];
   U total = remnant_total;
 #pragma unroll 1
   for (int32_t b = 0; b < blocks; ++b) {
-    LoadTransposed<T, true, kMultiBlock>(w, p.values, first_valid, categories,
+    LoadTransposed<T, true, kMultiBlock>(a, p.values, first_valid, categories,
                                          valid_rows, advance_rows, lane,
-                                         remnant, b);
-    if (logits) LogitsToWeights(w, row_max_area);
-    Quantize(a, w, scale_area);
+                                         remnant, b, quantize);
     Butterfly(a, lane, Plus<U>());
     total = total + a[kWarpSize - 1];
     if constexpr (kMultiBlock) ends[kWarpSize * b] = total;
@@ -521,10 +515,8 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
         const int32_t want = active && !in_remnant ? b : loaded;
         if (__any_sync(kFullMask, want != loaded)) {
           LoadTransposed<T, false, kMultiBlock>(
-              w, p.values, first_valid, categories, valid_rows, advance_rows,
-              lane, remnant, want);
-          if (logits) LogitsToWeights(w, row_max_area);
-          Quantize(a, w, scale_area);
+              a, p.values, first_valid, categories, valid_rows, advance_rows,
+              lane, remnant, want, quantize);
           Butterfly(a, lane, Plus<U>());
           loaded = want;
         }
@@ -588,28 +580,25 @@ __global__ void __launch_bounds__(kBlockThreads)
       if (row[j] > row_max) row_max = row[j];
     }
   }
-  // S_d in RowScaleSum's order: the remnant, then the 32 column sums merged
-  // into their pairwise tree as they complete (stack[l] holds a finished
-  // node of 2^l columns; every index is a compile-time constant).
+  // S_d in RowScaleSum's order: the remnant, then each block's pairwise
+  // tree total in T, merged as its leaves arrive (stack[l] holds a finished
+  // node of 2^l weights; every index is a compile-time constant).
   double scale_sum = 0;
   for (int64_t j = 0; j < remnant; ++j) {
-    scale_sum = scale_sum + static_cast<double>(ToWeight(row[j], logits, row_max));
+    scale_sum =
+        scale_sum + static_cast<double>(ToWeight(row[j], logits, row_max));
   }
-  if (blocks > 0) {
-    double stack[cat::kLevels + 1];
+  for (int64_t b = 0; b < blocks; ++b) {
+    T stack[cat::kLevels + 1];
 #pragma unroll
     for (int c = 0; c < kWarpSize; ++c) {
-      double v = 0;
-      for (int64_t b = 0; b < blocks; ++b) {
-        v = v + static_cast<double>(
-                    ToWeight(row[remnant + kWarpSize * b + c], logits, row_max));
-      }
+      T v = ToWeight(row[remnant + kWarpSize * b + c], logits, row_max);
       int l = 0;
 #pragma unroll
       for (; l < cat::kLevels && ((c >> l) & 1); ++l) v = stack[l] + v;
       stack[l] = v;
     }
-    scale_sum = scale_sum + stack[cat::kLevels];
+    scale_sum = scale_sum + static_cast<double>(stack[cat::kLevels]);
   }
   const int scale = cat::RowScale(scale_sum);
 
@@ -674,9 +663,9 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
   }
 
-  // The row scale: the remnant's double sum in order, lane l's column sum,
-  // and their pairwise tree by an xor butterfly (each node left + right, in
-  // either order: the same double).
+  // The row scale: the remnant's double sum in order, then each block's
+  // pairwise tree total in T by an xor butterfly (each node left + right,
+  // in either order: the same value), widened and added in block order.
   const T my_weight =
       lane < remnant ? ToWeight(row[lane], logits, row_max) : T(0);
   double scale_sum = 0;
@@ -684,18 +673,14 @@ __global__ void __launch_bounds__(kBlockThreads)
     scale_sum = scale_sum + static_cast<double>(
                                 __shfl_sync(kFullMask, my_weight, j));
   }
-  if (blocks > 0) {
-    double column = 0;
-    for (int64_t b = 0; b < blocks; ++b) {
-      column = column + static_cast<double>(ToWeight(
-                            __ldg(row + remnant + kWarpSize * b + lane), logits,
-                            row_max));
-    }
+  for (int64_t b = 0; b < blocks; ++b) {
+    T s = ToWeight(__ldg(row + remnant + kWarpSize * b + lane), logits,
+                   row_max);
 #pragma unroll
     for (int bit = 1; bit < kWarpSize; bit *= 2) {
-      column = column + __shfl_xor_sync(kFullMask, column, bit);
+      s = s + __shfl_xor_sync(kFullMask, s, bit);
     }
-    scale_sum = scale_sum + column;
+    scale_sum = scale_sum + static_cast<double>(s);
   }
   const int scale = cat::RowScale(scale_sum);
 
