@@ -99,6 +99,7 @@ constexpr int kRemnantStride = kWarpSize + 1;
 constexpr int kBlockEndBytes = 8192;
 // Blocks of 128 threads per multiprocessor that the register-capped
 // instances are compiled for: 6 (80 registers) for K < 64, 5 (96) beyond.
+constexpr int kDefaultMinBlocks = 4;
 constexpr int kCappedMinBlocksSingle = 6;
 constexpr int kCappedMinBlocksMulti = 5;
 
@@ -275,9 +276,9 @@ __device__ __forceinline__ int ButterflySearch(const U (&a)[kWarpSize],
 // the select because ptxas then allocates 126 registers instead of 164 (a
 // measured quirk); the K < 64 kernel saves the 32 selects per block.
 // Predicated loads under a run-time mask instead cost about 90 registers.
-// Each value goes through `convert(k, v)` as it arrives (the identity, or
-// the quantization to an integer weight), so that no second array of
-// registers holds the raw values.
+// Each value goes through a[k] = convert(k, v, a[k]) as it arrives (the
+// identity, a double accumulation, or the quantization to an integer
+// weight), so that no second array of registers holds the raw values.
 template <typename T, bool kSameBlock, bool kZeroOutside, typename A,
           typename Convert>
 __device__ __forceinline__ void LoadTransposed(
@@ -295,13 +296,26 @@ __device__ __forceinline__ void LoadTransposed(
     } else {
       v = ptr[kWarpSize * __shfl_sync(kFullMask, block, k)];
     }
-    a[k] = convert(k, !kZeroOutside || ((valid >> k) & 1u) ? v : T(0));
+    a[k] = convert(k, !kZeroOutside || ((valid >> k) & 1u) ? v : T(0), a[k]);
   }
 }
 
 template <typename T>
 struct Identity {
-  __device__ __forceinline__ T operator()(int /*k*/, T v) const { return v; }
+  __device__ __forceinline__ T operator()(int /*k*/, T v, T /*old*/) const {
+    return v;
+  }
+};
+
+// Column sums for the row scale (RowScaleSum): acc[k] += row k's weight,
+// widened to double.
+template <typename T>
+struct AccumulateWeights {
+  bool logits;
+  const T* row_max;
+  __device__ __forceinline__ double operator()(int k, T v, double old) const {
+    return old + static_cast<double>(ToWeight(v, logits, row_max[k]));
+  }
 };
 
 // Row k's integer weight from its stored value: the weight (or exp(l - max)
@@ -311,7 +325,7 @@ struct QuantizeFromShared {
   bool logits;
   const T* row_max;
   const int32_t* scale;
-  __device__ __forceinline__ U operator()(int k, T v) const {
+  __device__ __forceinline__ U operator()(int k, T v, U /*old*/) const {
     return cat::QuantizeWeight(ToWeight(v, logits, row_max[k]), scale[k]);
   }
 };
@@ -440,7 +454,8 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
   }
 
   // The row scale from the double sum S_d of RowScaleSum: the remnant in
-  // order, then each block's total in T (the butterfly's root) widened.
+  // order, the column sums over the blocks (each lane its column of the 32
+  // rows), their pairwise tree (one butterfly for all the blocks).
   double scale_sum = 0;
   if (remnant > 0 && active) {
     for (int j = 0; j < remnant; ++j) {
@@ -448,14 +463,20 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
                                   Staged<T>(my_prefix[j]), logits, row_max));
     }
   }
+  if (blocks > 0) {
+    double acc[kWarpSize];
+#pragma unroll
+    for (int k = 0; k < kWarpSize; ++k) acc[k] = 0;
+    const AccumulateWeights<T> accumulate{logits, row_max_area};
 #pragma unroll 1
-  for (int32_t b = 0; b < blocks; ++b) {
-    LoadTransposed<T, true, kMultiBlock>(w, p.values, first_valid, categories,
-                                         valid_rows, advance_rows, lane,
-                                         remnant, b, Identity<T>());
-    if (logits) LogitsToWeights(w, row_max_area);
-    Butterfly(w, lane, Plus<T>());
-    scale_sum = scale_sum + static_cast<double>(w[kWarpSize - 1]);
+    for (int32_t b = 0; b < blocks; ++b) {
+      LoadTransposed<T, true, kMultiBlock>(acc, p.values, first_valid,
+                                           categories, valid_rows,
+                                           advance_rows, lane, remnant, b,
+                                           accumulate);
+    }
+    Butterfly(acc, lane, Plus<double>());
+    scale_sum = scale_sum + acc[kWarpSize - 1];
   }
   const int32_t scale = cat::RowScale(scale_sum);
   scale_area[lane] = scale;
@@ -534,8 +555,13 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
   }
 }
 
+// Four blocks of 128 threads per multiprocessor at least (128 registers):
+// the 64-bit table takes twice the registers of the old float one, and
+// without a bound ptxas allocated 138 (K < 64) and 215 (K >= 64) registers,
+// leaving 8 to 12 warps per multiprocessor to hide the latency of the
+// shuffles and loads.
 template <typename T, bool kMultiBlock>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, kDefaultMinBlocks)
     ButterflyKernel(const KernelParams<T> p) {
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   ButterflyBody<T, kMultiBlock>(p, smem_bytes);
@@ -580,25 +606,28 @@ __global__ void __launch_bounds__(kBlockThreads)
       if (row[j] > row_max) row_max = row[j];
     }
   }
-  // S_d in RowScaleSum's order: the remnant, then each block's pairwise
-  // tree total in T, merged as its leaves arrive (stack[l] holds a finished
-  // node of 2^l weights; every index is a compile-time constant).
+  // S_d in RowScaleSum's order: the remnant, then the 32 column sums merged
+  // into their pairwise tree as they complete (stack[l] holds a finished
+  // node of 2^l columns; every index is a compile-time constant).
   double scale_sum = 0;
   for (int64_t j = 0; j < remnant; ++j) {
-    scale_sum =
-        scale_sum + static_cast<double>(ToWeight(row[j], logits, row_max));
+    scale_sum = scale_sum + static_cast<double>(ToWeight(row[j], logits, row_max));
   }
-  for (int64_t b = 0; b < blocks; ++b) {
-    T stack[cat::kLevels + 1];
+  if (blocks > 0) {
+    double stack[cat::kLevels + 1];
 #pragma unroll
     for (int c = 0; c < kWarpSize; ++c) {
-      T v = ToWeight(row[remnant + kWarpSize * b + c], logits, row_max);
+      double v = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        v = v + static_cast<double>(
+                    ToWeight(row[remnant + kWarpSize * b + c], logits, row_max));
+      }
       int l = 0;
 #pragma unroll
       for (; l < cat::kLevels && ((c >> l) & 1); ++l) v = stack[l] + v;
       stack[l] = v;
     }
-    scale_sum = scale_sum + static_cast<double>(stack[cat::kLevels]);
+    scale_sum = scale_sum + stack[cat::kLevels];
   }
   const int scale = cat::RowScale(scale_sum);
 
@@ -663,9 +692,9 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
   }
 
-  // The row scale: the remnant's double sum in order, then each block's
-  // pairwise tree total in T by an xor butterfly (each node left + right,
-  // in either order: the same value), widened and added in block order.
+  // The row scale: the remnant's double sum in order, lane l's column sum,
+  // and their pairwise tree by an xor butterfly (each node left + right, in
+  // either order: the same double).
   const T my_weight =
       lane < remnant ? ToWeight(row[lane], logits, row_max) : T(0);
   double scale_sum = 0;
@@ -673,14 +702,18 @@ __global__ void __launch_bounds__(kBlockThreads)
     scale_sum = scale_sum + static_cast<double>(
                                 __shfl_sync(kFullMask, my_weight, j));
   }
-  for (int64_t b = 0; b < blocks; ++b) {
-    T s = ToWeight(__ldg(row + remnant + kWarpSize * b + lane), logits,
-                   row_max);
+  if (blocks > 0) {
+    double column = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      column = column + static_cast<double>(ToWeight(
+                            __ldg(row + remnant + kWarpSize * b + lane), logits,
+                            row_max));
+    }
 #pragma unroll
     for (int bit = 1; bit < kWarpSize; bit *= 2) {
-      s = s + __shfl_xor_sync(kFullMask, s, bit);
+      column = column + __shfl_xor_sync(kFullMask, column, bit);
     }
-    scale_sum = scale_sum + static_cast<double>(s);
+    scale_sum = scale_sum + column;
   }
   const int scale = cat::RowScale(scale_sum);
 

@@ -387,8 +387,8 @@ std::vector<T> WeightsOf(const std::vector<T>& row, WeightKind kind) {
 
 using U128 = unsigned __int128;
 
-// The contract re-derived another way: the block totals by recursion over
-// aligned ranges, floor(log2) by frexp, the quantization by
+// The contract re-derived another way: the double sum by recursion over
+// the columns' aligned ranges, floor(log2) by frexp, the quantization by
 // ldexp and floor in long double (exact: a power-of-two scaling whose
 // result is an integer of at most 62 bits), the category by a binary search
 // of the sequential interval ends, the realized counts in 128 bits.
@@ -398,11 +398,15 @@ class SlowExact {
   // `w`: the row's weights (already converted from logits).
   explicit SlowExact(const std::vector<T>& w) : k_(w.size()) {
     const int64_t remnant = k_ % 32, blocks = k_ / 32;
-    double sum = 0;
-    for (int64_t j = 0; j < remnant; ++j) sum += static_cast<double>(w[j]);
+    double rem = 0;
+    for (int64_t j = 0; j < remnant; ++j) rem += static_cast<double>(w[j]);
+    std::vector<double> columns(32, 0.0);
     for (int64_t b = 0; b < blocks; ++b) {
-      sum += static_cast<double>(Tree(w, remnant + 32 * b, 32));
+      for (int l = 0; l < 32; ++l) {
+        columns[l] += static_cast<double>(w[remnant + 32 * b + l]);
+      }
     }
+    const double sum = blocks > 0 ? rem + Tree(columns, 0, 32) : rem;
     int e = 0;
     std::frexp(sum, &e);  // sum = m 2^e, m in [0.5, 1)
     scale_ = 60 - (e - 1);
@@ -437,7 +441,7 @@ class SlowExact {
   }
 
  private:
-  static T Tree(const std::vector<T>& v, int64_t first, int64_t size) {
+  static double Tree(const std::vector<double>& v, int first, int size) {
     if (size == 1) return v[first];
     return Tree(v, first, size / 2) + Tree(v, first + size / 2, size / 2);
   }

@@ -244,9 +244,9 @@ SAMPLER_HD int FloorLog2(double x) {
 
 // The power-of-two scale s of a row from its double sum S_d (RowScaleSum):
 // s = 60 - floor(log2 S_d). With 2^f <= S_d < 2^(f+1) and S_d within
-// 2^-21 of the true total S (RowScaleSum), S < 2^(f+2), so every
+// K * 2^-53 of the true total S (K < 2^31), S < 2^(f+2), so every
 // w_i * 2^s < 2^62 and Q <= S * 2^s < 2^61 (no partial sum can overflow),
-// while Q > S * 2^s - K >= 2^60 (1 - 2^-21) - K: one unit is at most
+// while Q > S * 2^s - K >= 2^60 (1 - 2^-22) - K: one unit is at most
 // 2^-59.9 of the total. Rows outside a segment (the GPU's idle lanes) may
 // sum to 0; they get scale 0 and quantize to 0.
 SAMPLER_HD int RowScale(double sum) {
@@ -280,25 +280,31 @@ SAMPLER_HD uint64_t QuantizeWeight(double w, int scale) {
 }
 
 // The double sum S_d that fixes a row's scale, in the order the CUDA kernel
-// forms it from its transposed loads: the remnant sequentially in double
-// (w_0 + w_1 + ... + w_{R-1}, from 0), then block by block, in order, the
-// block total T_b in T (the pairwise tree of BuildBlockTree, which the
-// butterfly computes anyway) widened to double and added. T_b carries at
-// most 5 roundings (relative 5 * 2^-24 in float) and the double additions
-// K * 2^-53, so S_d is within 2^-21 of the true total; the validated limit
-// (total <= max(T) / 2) keeps every T_b finite.
+// forms it from its transposed loads: the remnant sequentially
+// (w_0 + w_1 + ... + w_{R-1}, from 0); column sums c_l = sum over blocks b,
+// in order, of w_{R + 32 b + l} (lane l's running sum, from 0); the pairwise
+// tree of the 32 column sums (the butterfly's root); S_d = remnant + tree
+// (just the remnant when nb = 0). Every weight is widened to double first,
+// so float rows sum without overflow.
 template <typename T>
 SAMPLER_HD double RowScaleSum(const T* w, int64_t categories) {
   const int64_t remnant = RemnantSize(categories);
   const int64_t blocks = NumBlocks(categories);
-  double sum = 0;
-  for (int64_t j = 0; j < remnant; ++j) sum = sum + static_cast<double>(w[j]);
-  T tree[kBlock];
-  for (int64_t b = 0; b < blocks; ++b) {
-    sum = sum + static_cast<double>(
-                    BuildBlockTree(w + remnant + kBlock * b, tree));
+  double remnant_sum = 0;
+  for (int64_t j = 0; j < remnant; ++j) {
+    remnant_sum = remnant_sum + static_cast<double>(w[j]);
   }
-  return sum;
+  if (blocks == 0) return remnant_sum;
+  double columns[kBlock];
+  for (int l = 0; l < kBlock; ++l) {
+    double c = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      c = c + static_cast<double>(w[remnant + kBlock * b + l]);
+    }
+    columns[l] = c;
+  }
+  double tree[kBlock];
+  return remnant_sum + BuildBlockTree(columns, tree);
 }
 
 // The high 64 bits of a * b: X = floor(r * Q / 2^64) < Q for the draw.
