@@ -1,7 +1,15 @@
 // CUDA kernels of SampleCategorical, bit-identical to SampleCategoricalCpu
 // (kButterfly, kWarpPerRow) and to SampleCategoricalReferenceCpu
-// (kPrefixSum). The contract is docs/randomness.md, section "Categorical";
-// the per-row arithmetic comes from categorical_core.h.
+// (kPrefixSum). The contract is docs/randomness.md, section "Categorical"
+// (tag CAT2); the per-row arithmetic comes from categorical_core.h.
+//
+// Exact integer weights (CAT2): per row, a first pass over the blocks forms
+// the double scale sum S_d (each lane its column of the 32 rows, one double
+// butterfly at the end), which fixes the power-of-two scale; the second
+// pass quantizes every weight to a uint64 as it is loaded and builds the
+// butterfly table on those integers; draws map a 64-bit uniform to
+// X = floor(r Q / 2^64). Every table entry, block end and prefix is an
+// exact integer, so the lane's add/subtract choice never changes a result.
 //
 // kButterfly (Steele & Tristan, Algorithms 7 to 10). A warp takes 32 rows of
 // one segment; hardware lane r serves the row whose item index is r mod 32,
@@ -48,11 +56,13 @@
 //     butterfly (max is exact in any order), then w = detmath::Exp(l - max)
 //     wherever a weight is read.
 //
-// Measured on an H200 (bench/results/categorical-kernel.md): one draw per
-// row of float weights reads at 80% (K = 32) to 90% (K = 1024) of the
-// device-to-device copy bandwidth. At K = 32 the kernel is bound by the
-// integer/logic pipe about as much as by memory, so instruction count
-// matters: see the notes at LoadTransposed and SearchLevel.
+// Measured on an H200 (bench/results/categorical-cat2-h200-2026-11-23.md):
+// CAT2 reads float32 weights at 20% to 24% of the copy bandwidth (one draw
+// per row, K = 32 to 4096), float64 at 37% to 46%; the float CAT1 kernel
+// read at 80% to 90% (bench/results/categorical-kernel.md). The extra
+// scale pass, the per-weight quantization and the 64-bit shuffles (twice
+// the float ones) make it instruction- and latency-bound at 137 (K < 64)
+// and 213 (K >= 64) registers: see that report for what would recover it.
 //
 // kPrefixSum (the paper's baseline, Algorithms 1 and 3): one thread per row
 // reads its row sequentially, writes p_j to the workspace (interleaved by
@@ -99,7 +109,6 @@ constexpr int kRemnantStride = kWarpSize + 1;
 constexpr int kBlockEndBytes = 8192;
 // Blocks of 128 threads per multiprocessor that the register-capped
 // instances are compiled for: 6 (80 registers) for K < 64, 5 (96) beyond.
-constexpr int kDefaultMinBlocks = 4;
 constexpr int kCappedMinBlocksSingle = 6;
 constexpr int kCappedMinBlocksMulti = 5;
 
@@ -555,13 +564,12 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
   }
 }
 
-// Four blocks of 128 threads per multiprocessor at least (128 registers):
-// the 64-bit table takes twice the registers of the old float one, and
-// without a bound ptxas allocated 138 (K < 64) and 215 (K >= 64) registers,
-// leaving 8 to 12 warps per multiprocessor to hide the latency of the
-// shuffles and loads.
+// No minimum of blocks per multiprocessor: bounding these to 4 blocks (128
+// registers) made ptxas spill and measured 1.6x to 3x slower on an H200
+// (bench/results/categorical-cat2-h200-2026-11-23.md, run 3) than the
+// unbounded 137 (K < 64) and 213 (K >= 64) registers.
 template <typename T, bool kMultiBlock>
-__global__ void __launch_bounds__(kBlockThreads, kDefaultMinBlocks)
+__global__ void __launch_bounds__(kBlockThreads)
     ButterflyKernel(const KernelParams<T> p) {
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   ButterflyBody<T, kMultiBlock>(p, smem_bytes);
