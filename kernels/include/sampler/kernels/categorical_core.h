@@ -148,8 +148,8 @@ SAMPLER_HD int ButterflySearchBlock(const T* w, const T* tree, T low, T high,
   return first;
 }
 
-// Smallest j < n with u < prefix[j]; n - 1 if there is none (u may reach
-// the total through rounding of S * u).
+// Smallest j < n with u < prefix[j]; n - 1 if there is none (never, for
+// X = floor(r Q / 2^64) < Q).
 template <typename T>
 SAMPLER_HD int64_t LinearSearch(const T* prefix, int64_t n, T u) {
   for (int64_t j = 0; j < n; ++j) {
@@ -185,9 +185,9 @@ SAMPLER_HD int64_t FindBlock(const T* table, int64_t categories, T u) {
                          int64_t{kBlock}, NumBlocks(categories), u);
 }
 
-// The category that lane `lane` finds for the scaled uniform u = S * U
-// (Algorithm 9), before the zero-weight fix-up. `w` and `table` are the row's
-// weights and its table from BuildRowTable.
+// The category that lane `lane` finds for the scaled uniform u (Algorithm
+// 9; under CAT2, u = X and the weights are the integers q). `w` and `table`
+// are the row's weights and its table from BuildRowTable.
 template <typename T>
 SAMPLER_HD int64_t ButterflySearchRow(const T* w, const T* table,
                                       int64_t categories, T u, int lane) {
