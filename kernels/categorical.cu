@@ -480,9 +480,8 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
 #pragma unroll 1
     for (int32_t b = 0; b < blocks; ++b) {
       LoadTransposed<T, true, kMultiBlock>(acc, p.values, first_valid,
-                                           categories, valid_rows,
-                                           advance_rows, lane, remnant, b,
-                                           accumulate);
+                                           categories, valid_rows, advance_rows,
+                                           lane, remnant, b, accumulate);
     }
     Butterfly(acc, lane, Plus<double>());
     scale_sum = scale_sum + acc[kWarpSize - 1];
@@ -496,9 +495,9 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
   if (remnant > 0 && active) {
     U sum = 0;
     for (int j = 0; j < remnant; ++j) {
-      sum = sum + cat::QuantizeWeight(
-                      ToWeight(Staged<T>(my_prefix[j]), logits, row_max),
-                      scale);
+      sum =
+          sum + cat::QuantizeWeight(
+                    ToWeight(Staged<T>(my_prefix[j]), logits, row_max), scale);
       my_prefix[j] = sum;
     }
     remnant_total = sum;
@@ -619,7 +618,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   // node of 2^l columns; every index is a compile-time constant).
   double scale_sum = 0;
   for (int64_t j = 0; j < remnant; ++j) {
-    scale_sum = scale_sum + static_cast<double>(ToWeight(row[j], logits, row_max));
+    scale_sum =
+        scale_sum + static_cast<double>(ToWeight(row[j], logits, row_max));
   }
   if (blocks > 0) {
     double stack[cat::kLevels + 1];
@@ -627,8 +627,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int c = 0; c < kWarpSize; ++c) {
       double v = 0;
       for (int64_t b = 0; b < blocks; ++b) {
-        v = v + static_cast<double>(
-                    ToWeight(row[remnant + kWarpSize * b + c], logits, row_max));
+        v = v + static_cast<double>(ToWeight(row[remnant + kWarpSize * b + c],
+                                             logits, row_max));
       }
       int l = 0;
 #pragma unroll
@@ -707,8 +707,8 @@ __global__ void __launch_bounds__(kBlockThreads)
       lane < remnant ? ToWeight(row[lane], logits, row_max) : T(0);
   double scale_sum = 0;
   for (int j = 0; j < remnant; ++j) {
-    scale_sum = scale_sum + static_cast<double>(
-                                __shfl_sync(kFullMask, my_weight, j));
+    scale_sum =
+        scale_sum + static_cast<double>(__shfl_sync(kFullMask, my_weight, j));
   }
   if (blocks > 0) {
     double column = 0;
@@ -811,7 +811,6 @@ __global__ void __launch_bounds__(kBlockThreads)
 }
 
 // ------------------------------------------------------------------ host --
-
 
 template <typename V>
 absl::Status SegmentError(size_t i, const char* field, const V& value,
@@ -941,10 +940,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     return absl::InvalidArgumentError(absl::StrCat(
         "PrepareCategoricalSegments: ", segments.size(), " segments"));
   }
-  const int64_t butterfly_cap =
-      ButterflyBlockCap();
-  const int64_t warp_per_row_cap =
-      WarpPerRowBlockCap();
+  const int64_t butterfly_cap = ButterflyBlockCap();
+  const int64_t warp_per_row_cap = WarpPerRowBlockCap();
   // Workspace elements are counted in uint64 and checked against this.
   const uint64_t max_elems =
       std::numeric_limits<uint64_t>::max() / 64 / sizeof(U);
@@ -1061,8 +1058,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   }
   plan.tasks = tasks;
   plan.split_task = split < 0 ? tasks : split;
-  plan.workspace_bytes =
-      static_cast<size_t>(workspace) * sizeof(U);
+  plan.workspace_bytes = static_cast<size_t>(workspace) * sizeof(U);
 
   // Areas are in 8-byte units; keep each warp's area 32-byte aligned.
   const auto round = [](int32_t elems) { return (elems + 3) / 4 * 4; };

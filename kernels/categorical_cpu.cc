@@ -201,8 +201,7 @@ absl::Status SampleCategoricalCpu(absl::Span<const T> values,
                                   const CategoricalShape& shape,
                                   WeightKind kind, uint64_t seed,
                                   uint64_t first_row, absl::Span<int32_t> out) {
-  return Sample<T, ButterflyMethod>(values, shape, kind, seed, first_row,
-                                       out);
+  return Sample<T, ButterflyMethod>(values, shape, kind, seed, first_row, out);
 }
 
 template <typename T>
@@ -211,8 +210,7 @@ absl::Status SampleCategoricalReferenceCpu(absl::Span<const T> values,
                                            WeightKind kind, uint64_t seed,
                                            uint64_t first_row,
                                            absl::Span<int32_t> out) {
-  return Sample<T, ReferenceMethod>(values, shape, kind, seed, first_row,
-                                       out);
+  return Sample<T, ReferenceMethod>(values, shape, kind, seed, first_row, out);
 }
 
 template absl::Status ValidateCategorical<float>(absl::Span<const float>,

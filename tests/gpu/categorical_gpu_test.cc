@@ -299,9 +299,9 @@ TYPED_TEST(CategoricalGpuTest, ButterflyMatchesCpuUpToTwoToThe20) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(absl::StrCat("input seed ", seed));
   InputRng rng(seed);
-  for (int64_t k : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33},
-                    int64_t{100}, int64_t{1024}, int64_t{4096},
-                    int64_t{131072}, int64_t{1} << 20}) {
+  for (int64_t k :
+       {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{100},
+        int64_t{1024}, int64_t{4096}, int64_t{131072}, int64_t{1} << 20}) {
     for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
       const int64_t rows = k >= 131072 ? 33 : 33 + rng.Below(100);
       const std::vector<T> values = MakeValues<T>(rng, rows, k, kind);

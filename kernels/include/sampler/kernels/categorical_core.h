@@ -7,12 +7,12 @@
 // exp(l_i - max l) from logits) are quantized to 64-bit integers
 // q_i = floor(w_i * 2^s), with one power-of-two scale s per row chosen from
 // a double-precision sum of the row (RowScaleSum, RowScale) so that the
-// integer total Q = sum q_i lies in [2^60 - K, 2^61]. A power-of-two scaling
-// of a binary float followed by floor is exact (QuantizeWeight works on the
-// bits), so q_i differs from w_i * 2^s by less than one unit: less than 2^-60
-// of the row total. Every sum after that is an exact integer sum, so the
-// butterfly table, its search and the textbook prefix sum all give the same
-// answer whatever the order of additions or the lane, and the host and the
+// integer total Q = sum q_i lies in about [2^60 - K, 2^61]. A power-of-two
+// scaling of a binary float followed by floor is exact (QuantizeWeight works
+// on the bits), so q_i differs from w_i * 2^s by less than one unit: less
+// than 2^-59.9 of the row total. Every sum after that is an exact integer sum,
+// so the butterfly table, its search and the textbook prefix sum all give the
+// same answer whatever the order of additions or the lane, and the host and the
 // device agree by construction. A draw takes a 64-bit uniform integer r and
 // picks the category whose integer interval [C_i, C_i + q_i) holds
 // X = floor(r * Q / 2^64) (MulHi64); exactly ceil(C * 2^64 / Q) values of r
@@ -357,8 +357,8 @@ SAMPLER_HD PhiloxBlock DrawBlock(uint64_t seed, uint64_t item, int32_t d) {
 // BuildRowTable<uint64_t>, `total` is Q. Every category with q_i > 0 owns
 // [C_i, C_i + q_i), one with q_i = 0 nothing, so no fix-up is needed.
 SAMPLER_HD int64_t ButterflyDraw(const uint64_t* q, const uint64_t* table,
-                                 int64_t categories, uint64_t total,
-                                 uint64_t r, int lane) {
+                                 int64_t categories, uint64_t total, uint64_t r,
+                                 int lane) {
   return ButterflySearchRow(q, table, categories, MulHi64(r, total), lane);
 }
 
