@@ -1,7 +1,15 @@
 // CUDA kernels of SampleCategorical, bit-identical to SampleCategoricalCpu
 // (kButterfly, kWarpPerRow) and to SampleCategoricalReferenceCpu
-// (kPrefixSum). The contract is docs/randomness.md, section "Categorical";
-// the per-row arithmetic comes from categorical_core.h.
+// (kPrefixSum). The contract is docs/randomness.md, section "Categorical"
+// (tag CAT2); the per-row arithmetic comes from categorical_core.h.
+//
+// Exact integer weights (CAT2): per row, a first pass over the blocks forms
+// the double scale sum S_d (each lane its column of the 32 rows, one double
+// butterfly at the end), which fixes the power-of-two scale; the second
+// pass quantizes every weight to a uint64 as it is loaded and builds the
+// butterfly table on those integers; draws map a 64-bit uniform to
+// X = floor(r Q / 2^64). Every table entry, block end and prefix is an
+// exact integer, so the lane's add/subtract choice never changes a result.
 //
 // kButterfly (Steele & Tristan, Algorithms 7 to 10). A warp takes 32 rows of
 // one segment; hardware lane r serves the row whose item index is r mod 32,
@@ -48,11 +56,13 @@
 //     butterfly (max is exact in any order), then w = detmath::Exp(l - max)
 //     wherever a weight is read.
 //
-// Measured on an H200 (bench/results/categorical-kernel.md): one draw per
-// row of float weights reads at 80% (K = 32) to 90% (K = 1024) of the
-// device-to-device copy bandwidth. At K = 32 the kernel is bound by the
-// integer/logic pipe about as much as by memory, so instruction count
-// matters: see the notes at LoadTransposed and SearchLevel.
+// Measured on an H200 (bench/results/categorical-cat2-h200-2026-11-23.md):
+// CAT2 reads float32 weights at 20% to 24% of the copy bandwidth (one draw
+// per row, K = 32 to 4096), float64 at 37% to 46%; the float CAT1 kernel
+// read at 80% to 90% (bench/results/categorical-kernel.md). The extra
+// scale pass, the per-weight quantization and the 64-bit shuffles (twice
+// the float ones) make it instruction- and latency-bound at 137 (K < 64)
+// and 213 (K >= 64) registers: see that report for what would recover it.
 //
 // kPrefixSum (the paper's baseline, Algorithms 1 and 3): one thread per row
 // reads its row sequentially, writes p_j to the workspace (interleaved by
@@ -102,13 +112,15 @@ constexpr int kBlockEndBytes = 8192;
 constexpr int kCappedMinBlocksSingle = 6;
 constexpr int kCappedMinBlocksMulti = 5;
 
-template <typename T>
+// Tables, block ends, remnant prefixes and the workspace hold exact 64-bit
+// integer weights (categorical_core.h), whatever the input precision.
+using U = uint64_t;
+
 constexpr int64_t ButterflyBlockCap() {
-  return kBlockEndBytes / (kWarpSize * static_cast<int>(sizeof(T)));
+  return kBlockEndBytes / (kWarpSize * static_cast<int>(sizeof(U)));
 }
-template <typename T>
 constexpr int64_t WarpPerRowBlockCap() {
-  return kBlockEndBytes / static_cast<int>(sizeof(T));
+  return kBlockEndBytes / static_cast<int>(sizeof(U));
 }
 
 template <typename T>
@@ -120,10 +132,12 @@ struct KernelParams {
   int64_t task_end;
   const T* values;
   int32_t* out;
-  T* workspace;
+  U* workspace;
+  // Shared memory per warp, in 8-byte units.
   int32_t smem_warp_elems;
   int32_t smem_remnant;
   int32_t smem_rowmax;
+  int32_t smem_scale;
   int32_t smem_block_ends;
   int32_t smem_block_cap;
 };
@@ -148,6 +162,18 @@ __device__ __forceinline__ const CategoricalSegment& FindSegment(
 template <typename T>
 __device__ __forceinline__ T ToWeight(T v, bool logits, T row_max) {
   return logits ? detmath::Exp(v - row_max) : v;
+}
+
+// A value staged in a 64-bit shared-memory slot by its bits.
+__device__ __forceinline__ U StageBits(float v) { return detmath::Bits(v); }
+__device__ __forceinline__ U StageBits(double v) { return detmath::Bits(v); }
+template <typename T>
+__device__ __forceinline__ T Staged(U bits) {
+  if constexpr (std::is_same_v<T, float>) {
+    return detmath::FloatFromBits(static_cast<uint32_t>(bits));
+  } else {
+    return detmath::DoubleFromBits(bits);
+  }
 }
 
 template <typename T>
@@ -197,9 +223,9 @@ __device__ __forceinline__ void Butterfly(T (&a)[kWarpSize], int lane, Op op) {
 // call it: it shuffles). `a` is the table of Butterfly; `low` and `high` the
 // prefixes before and at the end of lane's row's block. Returns the position
 // 0..31 within the block, as ButterflySearchBlock would for this lane.
-template <int kLevel, typename T>
-__device__ __forceinline__ void SearchLevel(const T (&a)[kWarpSize], int lane,
-                                            T u, T& low, T& high, int& first) {
+template <int kLevel>
+__device__ __forceinline__ void SearchLevel(const U (&a)[kWarpSize], int lane,
+                                            U x, U& low, U& high, int& first) {
   constexpr int kBit = 1 << kLevel;
   constexpr int kSpan = 2 * kBit;
   constexpr int kCandidates = kWarpSize / kSpan;
@@ -209,7 +235,7 @@ __device__ __forceinline__ void SearchLevel(const T (&a)[kWarpSize], int lane,
   // bits of lane / kSpan (kCandidates - 1 selects rather than a compare and
   // a select per candidate).
   const int src = first | (lane & (kSpan - 1));
-  T t[kCandidates];
+  U t[kCandidates];
 #pragma unroll
   for (int i = 0; i < kCandidates; ++i) {
     t[i] = __shfl_sync(kFullMask, a[kBit - 1 + kSpan * i], src);
@@ -222,10 +248,10 @@ __device__ __forceinline__ void SearchLevel(const T (&a)[kWarpSize], int lane,
       t[i] = bit_set ? t[i + step] : t[i];
     }
   }
-  const T y = t[0];
-  const T compare =
+  const U y = t[0];
+  const U compare =
       cat::ButterflyCompareValue(low, high, y, (lane & kBit) != 0);
-  if (u < compare) {
+  if (x < compare) {
     high = compare;
   } else {
     low = compare;
@@ -233,15 +259,14 @@ __device__ __forceinline__ void SearchLevel(const T (&a)[kWarpSize], int lane,
   }
 }
 
-template <typename T>
-__device__ __forceinline__ int ButterflySearch(const T (&a)[kWarpSize],
-                                               int lane, T u, T low, T high) {
+__device__ __forceinline__ int ButterflySearch(const U (&a)[kWarpSize],
+                                               int lane, U x, U low, U high) {
   int first = 0;
-  SearchLevel<4>(a, lane, u, low, high, first);
-  SearchLevel<3>(a, lane, u, low, high, first);
-  SearchLevel<2>(a, lane, u, low, high, first);
-  SearchLevel<1>(a, lane, u, low, high, first);
-  SearchLevel<0>(a, lane, u, low, high, first);
+  SearchLevel<4>(a, lane, x, low, high, first);
+  SearchLevel<3>(a, lane, x, low, high, first);
+  SearchLevel<2>(a, lane, x, low, high, first);
+  SearchLevel<1>(a, lane, x, low, high, first);
+  SearchLevel<0>(a, lane, x, low, high, first);
   return first;
 }
 
@@ -260,11 +285,15 @@ __device__ __forceinline__ int ButterflySearch(const T (&a)[kWarpSize],
 // the select because ptxas then allocates 126 registers instead of 164 (a
 // measured quirk); the K < 64 kernel saves the 32 selects per block.
 // Predicated loads under a run-time mask instead cost about 90 registers.
-template <typename T, bool kSameBlock, bool kZeroOutside>
+// Each value goes through a[k] = convert(k, v, a[k]) as it arrives (the
+// identity, a double accumulation, or the quantization to an integer
+// weight), so that no second array of registers holds the raw values.
+template <typename T, bool kSameBlock, bool kZeroOutside, typename A,
+          typename Convert>
 __device__ __forceinline__ void LoadTransposed(
-    T (&a)[kWarpSize], const T* __restrict__ values, int64_t first_valid,
+    A (&a)[kWarpSize], const T* __restrict__ values, int64_t first_valid,
     int64_t categories, uint32_t valid, uint32_t advance, int lane, int remnant,
-    int32_t block) {
+    int32_t block, const Convert& convert) {
   const T* ptr = values + (first_valid + remnant + lane +
                            (kSameBlock ? kWarpSize * int64_t{block} : 0));
 #pragma unroll
@@ -276,9 +305,39 @@ __device__ __forceinline__ void LoadTransposed(
     } else {
       v = ptr[kWarpSize * __shfl_sync(kFullMask, block, k)];
     }
-    a[k] = !kZeroOutside || ((valid >> k) & 1u) ? v : T(0);
+    a[k] = convert(k, !kZeroOutside || ((valid >> k) & 1u) ? v : T(0), a[k]);
   }
 }
+
+template <typename T>
+struct Identity {
+  __device__ __forceinline__ T operator()(int /*k*/, T v, T /*old*/) const {
+    return v;
+  }
+};
+
+// Column sums for the row scale (RowScaleSum): acc[k] += row k's weight,
+// widened to double.
+template <typename T>
+struct AccumulateWeights {
+  bool logits;
+  const T* row_max;
+  __device__ __forceinline__ double operator()(int k, T v, double old) const {
+    return old + static_cast<double>(ToWeight(v, logits, row_max[k]));
+  }
+};
+
+// Row k's integer weight from its stored value: the weight (or exp(l - max)
+// for logits) times 2^scale_k, floored (cat::QuantizeWeight).
+template <typename T>
+struct QuantizeFromShared {
+  bool logits;
+  const T* row_max;
+  const int32_t* scale;
+  __device__ __forceinline__ U operator()(int k, T v, U /*old*/) const {
+    return cat::QuantizeWeight(ToWeight(v, logits, row_max[k]), scale[k]);
+  }
+};
 
 // Logits become weights in place; row k's maximum is row_max[k].
 template <typename T>
@@ -288,24 +347,13 @@ __device__ __forceinline__ void LogitsToWeights(T (&a)[kWarpSize],
   for (int k = 0; k < kWarpSize; ++k) a[k] = detmath::Exp(a[k] - row_max[k]);
 }
 
-template <typename T>
-__device__ __forceinline__ int64_t SkipZero(const T* row, int64_t categories,
-                                            int64_t j, bool logits, T row_max) {
-  const auto weight = [&](int64_t i) {
-    return ToWeight(row[i], logits, row_max);
-  };
-  return cat::SkipZeroWeightBy<T>(weight, categories, j);
-}
-
 // The Philox block of draw d, kept out of line: called only for draws past
-// the first block (d >= 4 for float, 2 for double), it would otherwise add
-// its temporaries to the register peak of the draw loop, where the 32-entry
-// table is live.
-template <typename T>
+// the first block (d >= 2), it would otherwise add its temporaries to the
+// register peak of the draw loop, where the 32-entry table is live.
 __device__ __noinline__ PhiloxBlock DrawBlockOutOfLine(uint64_t seed,
                                                        uint64_t item,
                                                        int32_t d) {
-  return cat::DrawBlock<T>(seed, item, d);
+  return cat::DrawBlock(seed, item, d);
 }
 
 // kMultiBlock = false serves K < 64 (at most one block: the table built in
@@ -351,14 +399,16 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
   const int64_t first =
       static_cast<int64_t>(seg.values_offset) + row0 * categories;
   const int64_t first_valid = first + k_begin * categories;
-  const T* my_values = p.values + (first + lane * categories);
 
-  T* smem = reinterpret_cast<T*>(smem_bytes) + warp * p.smem_warp_elems;
-  T* remnant_area = smem + p.smem_remnant;  // used when remnant > 0
-  T* my_prefix = remnant_area + lane * kRemnantStride;
-  T* row_max_area = smem + p.smem_rowmax;  // used for logits
+  U* smem = reinterpret_cast<U*>(smem_bytes) + warp * p.smem_warp_elems;
+  // The remnant: first the staged values' bits, then in place the row's
+  // integer prefixes P_j.
+  U* remnant_area = smem + p.smem_remnant;  // used when remnant > 0
+  U* my_prefix = remnant_area + lane * kRemnantStride;
+  T* row_max_area = reinterpret_cast<T*>(smem + p.smem_rowmax);  // logits
+  int32_t* scale_area = reinterpret_cast<int32_t*>(smem + p.smem_scale);
   // E_b of lane's row at ends[32 b] (kMultiBlock only).
-  T* ends = nullptr;
+  U* ends = nullptr;
   if constexpr (kMultiBlock) {
     ends = (blocks <= p.smem_block_cap ? smem + p.smem_block_ends
                                        : p.workspace + seg.workspace_offset +
@@ -368,7 +418,7 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
 
   // The first Philox block now, while few registers are live.
   const uint64_t item = seg.first_row + static_cast<uint64_t>(my_row);
-  PhiloxBlock philox = cat::DrawBlock<T>(seed, item, 0);
+  PhiloxBlock philox = cat::DrawBlock(seed, item, 0);
 
   // Remnant: stage the R leading columns of the 32 rows, element
   // e = lane + 32 t of the warp's 32 x R values per step, so that every
@@ -381,13 +431,13 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
       const int j = e - k * remnant;
       if (k >= k_begin && k < k_end) {
         remnant_area[k * kRemnantStride + j] =
-            p.values[first + k * categories + j];
+            StageBits(p.values[first + k * categories + j]);
       }
     }
     __syncwarp();
   }
 
-  T a[kWarpSize];
+  T w[kWarpSize];
 
   // Logits: each row's maximum first (every weight depends on it).
   T row_max = T(0);
@@ -395,16 +445,16 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
     row_max = -std::numeric_limits<T>::infinity();
     if (active) {
       for (int j = 0; j < remnant; ++j) {
-        row_max = Max<T>()(row_max, my_prefix[j]);
+        row_max = Max<T>()(row_max, Staged<T>(my_prefix[j]));
       }
     }
 #pragma unroll 1
     for (int32_t b = 0; b < blocks; ++b) {
-      LoadTransposed<T, true, kMultiBlock>(a, p.values, first_valid, categories,
+      LoadTransposed<T, true, kMultiBlock>(w, p.values, first_valid, categories,
                                            valid_rows, advance_rows, lane,
-                                           remnant, b);
-      Butterfly(a, lane, Max<T>());
-      row_max = Max<T>()(row_max, a[kWarpSize - 1]);
+                                           remnant, b, Identity<T>());
+      Butterfly(w, lane, Max<T>());
+      row_max = Max<T>()(row_max, w[kWarpSize - 1]);
     }
     // (Lanes outside the segment hold the maximum of the row copy they
     // loaded, so their copies' weights stay finite.)
@@ -412,12 +462,42 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
     __syncwarp();
   }
 
-  // The remnant's sequential prefixes P_j, in place; E_{-1} = P_{R-1}.
-  T remnant_total = T(0);
+  // The row scale from the double sum S_d of RowScaleSum: the remnant in
+  // order, the column sums over the blocks (each lane its column of the 32
+  // rows), their pairwise tree (one butterfly for all the blocks).
+  double scale_sum = 0;
   if (remnant > 0 && active) {
-    T sum = T(0);
     for (int j = 0; j < remnant; ++j) {
-      sum = sum + ToWeight(my_prefix[j], logits, row_max);
+      scale_sum = scale_sum + static_cast<double>(ToWeight(
+                                  Staged<T>(my_prefix[j]), logits, row_max));
+    }
+  }
+  if (blocks > 0) {
+    double acc[kWarpSize];
+#pragma unroll
+    for (int k = 0; k < kWarpSize; ++k) acc[k] = 0;
+    const AccumulateWeights<T> accumulate{logits, row_max_area};
+#pragma unroll 1
+    for (int32_t b = 0; b < blocks; ++b) {
+      LoadTransposed<T, true, kMultiBlock>(acc, p.values, first_valid,
+                                           categories, valid_rows, advance_rows,
+                                           lane, remnant, b, accumulate);
+    }
+    Butterfly(acc, lane, Plus<double>());
+    scale_sum = scale_sum + acc[kWarpSize - 1];
+  }
+  const int32_t scale = cat::RowScale(scale_sum);
+  scale_area[lane] = scale;
+  __syncwarp();
+
+  // The remnant's integer prefixes P_j, in place; E_{-1} = P_{R-1}.
+  U remnant_total = 0;
+  if (remnant > 0 && active) {
+    U sum = 0;
+    for (int j = 0; j < remnant; ++j) {
+      sum =
+          sum + cat::QuantizeWeight(
+                    ToWeight(Staged<T>(my_prefix[j]), logits, row_max), scale);
       my_prefix[j] = sum;
     }
     remnant_total = sum;
@@ -425,14 +505,15 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
 
   // First pass over the blocks: each block's butterfly table, its total,
   // the running E_b.
-  T total = remnant_total;
+  const QuantizeFromShared<T> quantize{logits, row_max_area, scale_area};
+  U a[kWarpSize];
+  U total = remnant_total;
 #pragma unroll 1
   for (int32_t b = 0; b < blocks; ++b) {
     LoadTransposed<T, true, kMultiBlock>(a, p.values, first_valid, categories,
                                          valid_rows, advance_rows, lane,
-                                         remnant, b);
-    if (logits) LogitsToWeights(a, row_max_area);
-    Butterfly(a, lane, Plus<T>());
+                                         remnant, b, quantize);
+    Butterfly(a, lane, Plus<U>());
     total = total + a[kWarpSize - 1];
     if constexpr (kMultiBlock) ends[kWarpSize * b] = total;
   }
@@ -443,49 +524,49 @@ __device__ __forceinline__ void ButterflyBody(const KernelParams<T>& p,
       p.out + (static_cast<int64_t>(seg.out_offset) + my_row * draws);
 #pragma unroll 1
   for (int32_t d = 0; d < draws; ++d) {
-    if (d > 0 && d % cat::DrawUniforms<T>::kPerBlock == 0) {
-      philox = DrawBlockOutOfLine<T>(seed, item, d);
+    if (d > 0 && d % cat::kDrawsPerBlock == 0) {
+      philox = DrawBlockOutOfLine(seed, item, d);
     }
-    const T u = total * cat::DrawUniforms<T>::Uniform(philox, d);
+    const U x = cat::MulHi64(cat::DrawBits(philox, d), total);
     int64_t j = 0;
     if (blocks == 0) {
-      if (active) j = cat::LinearSearch(my_prefix, remnant, u);
+      if (active) j = cat::LinearSearch(my_prefix, remnant, x);
     } else {
       int32_t b = 0;
-      T low = remnant_total;
-      T high = total;
+      U low = remnant_total;
+      U high = total;
       if constexpr (kMultiBlock) {
         b = static_cast<int32_t>(
-            cat::SearchBlockEnds(ends, int64_t{kWarpSize}, blocks, u));
+            cat::SearchBlockEnds(ends, int64_t{kWarpSize}, blocks, x));
         // Rows that need no block (inactive, or in the remnant) keep the
         // loaded one, so that they never force a reload.
-        const bool in_remnant = b == 0 && remnant > 0 && u < remnant_total;
+        const bool in_remnant = b == 0 && remnant > 0 && x < remnant_total;
         const int32_t want = active && !in_remnant ? b : loaded;
         if (__any_sync(kFullMask, want != loaded)) {
           LoadTransposed<T, false, kMultiBlock>(
               a, p.values, first_valid, categories, valid_rows, advance_rows,
-              lane, remnant, want);
-          if (logits) LogitsToWeights(a, row_max_area);
-          Butterfly(a, lane, Plus<T>());
+              lane, remnant, want, quantize);
+          Butterfly(a, lane, Plus<U>());
           loaded = want;
         }
         if (b > 0) low = ends[kWarpSize * (b - 1)];
         high = ends[kWarpSize * b];
       }
-      const int pos = ButterflySearch(a, lane, u, low, high);
+      const int pos = ButterflySearch(a, lane, x, low, high);
       if (active) {
-        j = b == 0 && remnant > 0 && u < remnant_total
-                ? cat::LinearSearch(my_prefix, remnant, u)
+        j = b == 0 && remnant > 0 && x < remnant_total
+                ? cat::LinearSearch(my_prefix, remnant, x)
                 : remnant + kWarpSize * b + pos;
       }
     }
-    if (active) {
-      my_out[d] = static_cast<int32_t>(
-          SkipZero(my_values, categories, j, logits, row_max));
-    }
+    if (active) my_out[d] = static_cast<int32_t>(j);
   }
 }
 
+// No minimum of blocks per multiprocessor: bounding these to 4 blocks (128
+// registers) made ptxas spill and measured 1.6x to 3x slower on an H200
+// (bench/results/categorical-cat2-h200-2026-11-23.md, run 3) than the
+// unbounded 137 (K < 64) and 213 (K >= 64) registers.
 template <typename T, bool kMultiBlock>
 __global__ void __launch_bounds__(kBlockThreads)
     ButterflyKernel(const KernelParams<T> p) {
@@ -522,6 +603,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   const bool logits = seg.kind == WeightKind::kLogits;
   const int32_t draws = seg.draws;
   const T* row = p.values + seg.values_offset + my_row * categories;
+  const int64_t remnant = cat::RemnantSize(categories);
+  const int64_t blocks = cat::NumBlocks(categories);
 
   T row_max = T(0);
   if (logits) {
@@ -530,11 +613,37 @@ __global__ void __launch_bounds__(kBlockThreads)
       if (row[j] > row_max) row_max = row[j];
     }
   }
-  T* prefix = p.workspace + seg.workspace_offset +
+  // S_d in RowScaleSum's order: the remnant, then the 32 column sums merged
+  // into their pairwise tree as they complete (stack[l] holds a finished
+  // node of 2^l columns; every index is a compile-time constant).
+  double scale_sum = 0;
+  for (int64_t j = 0; j < remnant; ++j) {
+    scale_sum =
+        scale_sum + static_cast<double>(ToWeight(row[j], logits, row_max));
+  }
+  if (blocks > 0) {
+    double stack[cat::kLevels + 1];
+#pragma unroll
+    for (int c = 0; c < kWarpSize; ++c) {
+      double v = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        v = v + static_cast<double>(ToWeight(row[remnant + kWarpSize * b + c],
+                                             logits, row_max));
+      }
+      int l = 0;
+#pragma unroll
+      for (; l < cat::kLevels && ((c >> l) & 1); ++l) v = stack[l] + v;
+      stack[l] = v;
+    }
+    scale_sum = scale_sum + stack[cat::kLevels];
+  }
+  const int scale = cat::RowScale(scale_sum);
+
+  U* prefix = p.workspace + seg.workspace_offset +
               warp_in_seg * kWarpSize * categories + lane;
-  T sum = T(0);
+  U sum = 0;
   for (int64_t j = 0; j < categories; ++j) {
-    sum = sum + ToWeight(row[j], logits, row_max);
+    sum = sum + cat::QuantizeWeight(ToWeight(row[j], logits, row_max), scale);
     prefix[kWarpSize * j] = sum;
   }
 
@@ -543,14 +652,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   PhiloxBlock philox{};
 #pragma unroll 1
   for (int32_t d = 0; d < draws; ++d) {
-    if (d % cat::DrawUniforms<T>::kPerBlock == 0) {
-      philox = cat::DrawBlock<T>(seg.seed, item, d);
+    if (d % cat::kDrawsPerBlock == 0) {
+      philox = cat::DrawBlock(seg.seed, item, d);
     }
-    const T u = sum * cat::DrawUniforms<T>::Uniform(philox, d);
-    const int64_t j =
-        cat::SearchBlockEnds(prefix, int64_t{kWarpSize}, categories, u);
-    my_out[d] =
-        static_cast<int32_t>(SkipZero(row, categories, j, logits, row_max));
+    const U x = cat::MulHi64(cat::DrawBits(philox, d), sum);
+    my_out[d] = static_cast<int32_t>(
+        cat::SearchBlockEnds(prefix, int64_t{kWarpSize}, categories, x));
   }
 }
 
@@ -576,8 +683,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int64_t blocks = cat::NumBlocks(categories);
   const T* __restrict__ row =
       p.values + seg.values_offset + my_row * categories;
-  T* ends = blocks <= p.smem_block_cap
-                ? reinterpret_cast<T*>(smem_bytes) + warp * p.smem_warp_elems +
+  U* ends = blocks <= p.smem_block_cap
+                ? reinterpret_cast<U*>(smem_bytes) + warp * p.smem_warp_elems +
                       p.smem_block_ends
                 : p.workspace + seg.workspace_offset + my_row * blocks;
 
@@ -593,32 +700,56 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
   }
 
-  // Remnant prefixes: lane j keeps P_j; everyone gets P_{R-1}.
+  // The row scale: the remnant's double sum in order, lane l's column sum,
+  // and their pairwise tree by an xor butterfly (each node left + right, in
+  // either order: the same double).
   const T my_weight =
       lane < remnant ? ToWeight(row[lane], logits, row_max) : T(0);
-  T my_prefix = T(0);
-  T remnant_total = T(0);
+  double scale_sum = 0;
   for (int j = 0; j < remnant; ++j) {
-    remnant_total = remnant_total + __shfl_sync(kFullMask, my_weight, j);
+    scale_sum =
+        scale_sum + static_cast<double>(__shfl_sync(kFullMask, my_weight, j));
+  }
+  if (blocks > 0) {
+    double column = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      column = column + static_cast<double>(ToWeight(
+                            __ldg(row + remnant + kWarpSize * b + lane), logits,
+                            row_max));
+    }
+#pragma unroll
+    for (int bit = 1; bit < kWarpSize; bit *= 2) {
+      column = column + __shfl_xor_sync(kFullMask, column, bit);
+    }
+    scale_sum = scale_sum + column;
+  }
+  const int scale = cat::RowScale(scale_sum);
+
+  // Remnant prefixes: lane j keeps P_j; everyone gets P_{R-1}.
+  const U my_q = cat::QuantizeWeight(my_weight, scale);
+  U my_prefix = 0;
+  U remnant_total = 0;
+  for (int j = 0; j < remnant; ++j) {
+    remnant_total = remnant_total + __shfl_sync(kFullMask, my_q, j);
     if (lane == j) my_prefix = remnant_total;
   }
 
   // Block totals: an xor butterfly gives every lane the aligned pairwise
   // tree sums of its group, the root at the end. Eight loads in flight.
   constexpr int kUnroll = 8;
-  T total = remnant_total;
+  U total = remnant_total;
   for (int64_t b0 = 0; b0 < blocks; b0 += kUnroll) {
-    T w[kUnroll];
+    T v[kUnroll];
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
-      w[i] = b0 + i < blocks
+      v[i] = b0 + i < blocks
                  ? __ldg(row + remnant + kWarpSize * (b0 + i) + lane)
                  : T(0);
     }
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
       if (b0 + i < blocks) {
-        T s = ToWeight(w[i], logits, row_max);
+        U s = cat::QuantizeWeight(ToWeight(v[i], logits, row_max), scale);
 #pragma unroll
         for (int bit = 1; bit < kWarpSize; bit *= 2) {
           s = s + __shfl_xor_sync(kFullMask, s, bit);
@@ -634,37 +765,39 @@ __global__ void __launch_bounds__(kBlockThreads)
   PhiloxBlock philox{};
 #pragma unroll 1
   for (int32_t d = 0; d < draws; ++d) {
-    if (d % cat::DrawUniforms<T>::kPerBlock == 0) {
-      philox = cat::DrawBlock<T>(seg.seed, item, d);
+    if (d % cat::kDrawsPerBlock == 0) {
+      philox = cat::DrawBlock(seg.seed, item, d);
     }
-    const T u = total * cat::DrawUniforms<T>::Uniform(philox, d);
+    const U x = cat::MulHi64(cat::DrawBits(philox, d), total);
     const int64_t b =
-        blocks > 1 ? cat::SearchBlockEnds(ends, int64_t{1}, blocks, u) : 0;
+        blocks > 1 ? cat::SearchBlockEnds(ends, int64_t{1}, blocks, x) : 0;
     int64_t j;
-    if (blocks == 0 || (b == 0 && remnant > 0 && u < remnant_total)) {
+    if (blocks == 0 || (b == 0 && remnant > 0 && x < remnant_total)) {
       const unsigned below =
-          __ballot_sync(kFullMask, lane < remnant && u < my_prefix);
+          __ballot_sync(kFullMask, lane < remnant && x < my_prefix);
       j = below != 0 ? __ffs(below) - 1 : remnant - 1;
     } else {
       // The block's tree: level[l] = node of 2^l weights holding this lane.
-      T level[cat::kLevels];
-      level[0] = ToWeight(row[remnant + kWarpSize * b + lane], logits, row_max);
+      U level[cat::kLevels];
+      level[0] = cat::QuantizeWeight(
+          ToWeight(row[remnant + kWarpSize * b + lane], logits, row_max),
+          scale);
 #pragma unroll
       for (int l = 1; l < cat::kLevels; ++l) {
         level[l] = level[l - 1] +
                    __shfl_xor_sync(kFullMask, level[l - 1], 1 << (l - 1));
       }
-      T low = b > 0 ? ends[b - 1] : remnant_total;
-      T high = blocks > 1 ? ends[b] : total;
+      U low = b > 0 ? ends[b - 1] : remnant_total;
+      U high = blocks > 1 ? ends[b] : total;
       int first = 0;
 #pragma unroll
       for (int l = cat::kLevels - 1; l >= 0; --l) {
         const int bit = 1 << l;
         const bool right = (row_lane & bit) != 0;
-        const T y =
+        const U y =
             __shfl_sync(kFullMask, level[l], right ? first + bit : first);
-        const T compare = cat::ButterflyCompareValue(low, high, y, right);
-        if (u < compare) {
+        const U compare = cat::ButterflyCompareValue(low, high, y, right);
+        if (x < compare) {
           high = compare;
         } else {
           low = compare;
@@ -673,16 +806,11 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
       j = remnant + kWarpSize * b + first;
     }
-    j = SkipZero(row, categories, j, logits, row_max);
     if (lane == 0) my_out[d] = static_cast<int32_t>(j);
   }
 }
 
 // ------------------------------------------------------------------ host --
-
-size_t ElementSize(Precision precision) {
-  return precision == Precision::kFloat64 ? sizeof(double) : sizeof(float);
-}
 
 template <typename V>
 absl::Status SegmentError(size_t i, const char* field, const V& value,
@@ -707,7 +835,7 @@ absl::Status LaunchOne(void (*kernel)(KernelParams<T>), KernelParams<T> params,
   params.task_end = task_end;
   params.smem_warp_elems = warp_elems;
   const size_t smem = static_cast<size_t>(kWarpsPerBlock) *
-                      static_cast<size_t>(warp_elems) * sizeof(T);
+                      static_cast<size_t>(warp_elems) * sizeof(U);
   // Past 48 KiB a block needs the function's dynamic limit raised.
   if (smem > 48 * 1024) {
     SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
@@ -755,9 +883,10 @@ absl::Status Launch(const CategoricalPlan& plan,
   params.num_segments = plan.num_segments;
   params.values = values;
   params.out = out;
-  params.workspace = static_cast<T*>(workspace);
+  params.workspace = static_cast<U*>(workspace);
   params.smem_remnant = plan.smem_remnant;
   params.smem_rowmax = plan.smem_rowmax;
+  params.smem_scale = plan.smem_scale;
   params.smem_block_ends = plan.smem_block_ends;
   params.smem_block_cap = plan.smem_block_cap;
   switch (plan.kernel) {
@@ -811,14 +940,11 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     return absl::InvalidArgumentError(absl::StrCat(
         "PrepareCategoricalSegments: ", segments.size(), " segments"));
   }
-  const bool is_double = precision == Precision::kFloat64;
-  const int64_t butterfly_cap =
-      is_double ? ButterflyBlockCap<double>() : ButterflyBlockCap<float>();
-  const int64_t warp_per_row_cap =
-      is_double ? WarpPerRowBlockCap<double>() : WarpPerRowBlockCap<float>();
+  const int64_t butterfly_cap = ButterflyBlockCap();
+  const int64_t warp_per_row_cap = WarpPerRowBlockCap();
   // Workspace elements are counted in uint64 and checked against this.
   const uint64_t max_elems =
-      std::numeric_limits<uint64_t>::max() / 64 / ElementSize(precision);
+      std::numeric_limits<uint64_t>::max() / 64 / sizeof(U);
 
   // First pass: validate everything, so that the array stays unchanged on
   // error.
@@ -932,10 +1058,9 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   }
   plan.tasks = tasks;
   plan.split_task = split < 0 ? tasks : split;
-  plan.workspace_bytes =
-      static_cast<size_t>(workspace) * ElementSize(precision);
+  plan.workspace_bytes = static_cast<size_t>(workspace) * sizeof(U);
 
-  // Keep each warp's area 16-byte aligned.
+  // Areas are in 8-byte units; keep each warp's area 32-byte aligned.
   const auto round = [](int32_t elems) { return (elems + 3) / 4 * 4; };
   int32_t elems = 0;
   if (kernel == CategoricalKernel::kButterfly) {
@@ -947,6 +1072,9 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       plan.smem_rowmax = elems;
       elems += kWarpSize;
     }
+    // 32 row scales (int32): 16 eight-byte units.
+    plan.smem_scale = elems;
+    elems += kWarpSize / 2;
     plan.smem_warp_elems[0] = round(elems);
     if (block_cap_used > 0) {
       plan.smem_block_ends = elems;

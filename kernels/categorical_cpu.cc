@@ -1,6 +1,7 @@
 // CPU backend of SampleCategorical: the shared per-row arithmetic of
-// categorical_core.h run over the rows one after another, plus the textbook
-// sequential-prefix sampler that tests compare it with.
+// categorical_core.h (exact integer weights, butterfly table and search)
+// run over the rows one after another, plus the textbook sequential-prefix
+// sampler on the same integers that tests compare it with.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -75,45 +76,38 @@ absl::Status ValidateOutput(const CategoricalShape& shape, size_t out_size) {
   return absl::OkStatus();
 }
 
-// The butterfly of the contract: per row one table (categorical_core.h).
-template <typename T>
+// The butterfly of the contract: per row one integer table
+// (categorical_core.h).
 struct ButterflyMethod {
-  static T Prepare(const T* w, int64_t categories, T* table) {
-    return categorical::BuildRowTable(w, categories, table);
+  static uint64_t Prepare(const uint64_t* q, int64_t categories,
+                          uint64_t* table) {
+    return categorical::BuildRowTable(q, categories, table);
   }
-  static int64_t Draw(const T* w, const T* table, int64_t categories, T total,
-                      T uniform, int lane) {
-    return categorical::ButterflyDraw(w, table, categories, total, uniform,
-                                      lane);
+  static int64_t Draw(const uint64_t* q, const uint64_t* table,
+                      int64_t categories, uint64_t total, uint64_t r,
+                      int lane) {
+    return categorical::ButterflyDraw(q, table, categories, total, r, lane);
   }
 };
 
-// The textbook method: a full sequential prefix sum and a binary search
-// (the paper's Algorithm 3); it ignores the lane.
-template <typename T>
+// The textbook method on the same integers: a full sequential prefix sum
+// and a binary search (the paper's Algorithm 3); it ignores the lane. Since
+// every sum is exact, it must agree with the butterfly on every draw.
 struct ReferenceMethod {
-  static T Prepare(const T* w, int64_t categories, T* prefix) {
-    T sum = T(0);
+  static uint64_t Prepare(const uint64_t* q, int64_t categories,
+                          uint64_t* prefix) {
+    uint64_t sum = 0;
     for (int64_t j = 0; j < categories; ++j) {
-      sum = sum + w[j];
+      sum = sum + q[j];
       prefix[j] = sum;
     }
     return sum;
   }
-  static int64_t Draw(const T* w, const T* prefix, int64_t categories, T total,
-                      T uniform, int /*lane*/) {
-    const T u = total * uniform;
-    int64_t lo = 0;
-    int64_t hi = categories - 1;
-    while (lo < hi) {
-      const int64_t mid = (lo + hi) / 2;
-      if (u < prefix[mid]) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    return categorical::SkipZeroWeight(w, categories, lo);
+  static int64_t Draw(const uint64_t* /*q*/, const uint64_t* prefix,
+                      int64_t categories, uint64_t total, uint64_t r,
+                      int /*lane*/) {
+    const uint64_t x = categorical::MulHi64(r, total);
+    return categorical::SearchBlockEnds(prefix, int64_t{1}, categories, x);
   }
 };
 
@@ -128,11 +122,12 @@ absl::Status Sample(absl::Span<const T> values, const CategoricalShape& shape,
 
   const int64_t categories = shape.categories;
   const int32_t draws = shape.draws;
-  constexpr int kPerBlock = categorical::DrawUniforms<T>::kPerBlock;
-  // Scratch reused by every row: the weights made from logits, and the row
-  // table. Each is K values, whatever the number of rows.
+  // Scratch reused by every row: the weights made from logits, the
+  // quantized weights and the row table. Each is K values, whatever the
+  // number of rows.
   std::vector<T> weights(kind == WeightKind::kLogits ? categories : 0);
-  std::vector<T> table(categories);
+  std::vector<uint64_t> q(categories);
+  std::vector<uint64_t> table(categories);
 
   for (int64_t r = 0; r < shape.rows; ++r) {
     const T* row = values.data() + r * categories;
@@ -141,16 +136,23 @@ absl::Status Sample(absl::Span<const T> values, const CategoricalShape& shape,
       categorical::LogitsToWeights(row, categories, weights.data());
       w = weights.data();
     }
-    const T total = Method::Prepare(w, categories, table.data());
+    const int scale =
+        categorical::RowScale(categorical::RowScaleSum(w, categories));
+    for (int64_t j = 0; j < categories; ++j) {
+      q[j] = categorical::QuantizeWeight(w[j], scale);
+    }
+    const uint64_t total = Method::Prepare(q.data(), categories, table.data());
     const uint64_t item = first_row + static_cast<uint64_t>(r);
     const int lane = categorical::LaneOf(item);
     int32_t* row_out = out.data() + r * draws;
     PhiloxBlock block{};
     for (int32_t d = 0; d < draws; ++d) {
-      if (d % kPerBlock == 0) block = categorical::DrawBlock<T>(seed, item, d);
-      const T uniform = categorical::DrawUniforms<T>::Uniform(block, d);
+      if (d % categorical::kDrawsPerBlock == 0) {
+        block = categorical::DrawBlock(seed, item, d);
+      }
       row_out[d] = static_cast<int32_t>(
-          Method::Draw(w, table.data(), categories, total, uniform, lane));
+          Method::Draw(q.data(), table.data(), categories, total,
+                       categorical::DrawBits(block, d), lane));
     }
   }
   return absl::OkStatus();
@@ -199,8 +201,7 @@ absl::Status SampleCategoricalCpu(absl::Span<const T> values,
                                   const CategoricalShape& shape,
                                   WeightKind kind, uint64_t seed,
                                   uint64_t first_row, absl::Span<int32_t> out) {
-  return Sample<T, ButterflyMethod<T>>(values, shape, kind, seed, first_row,
-                                       out);
+  return Sample<T, ButterflyMethod>(values, shape, kind, seed, first_row, out);
 }
 
 template <typename T>
@@ -209,8 +210,7 @@ absl::Status SampleCategoricalReferenceCpu(absl::Span<const T> values,
                                            WeightKind kind, uint64_t seed,
                                            uint64_t first_row,
                                            absl::Span<int32_t> out) {
-  return Sample<T, ReferenceMethod<T>>(values, shape, kind, seed, first_row,
-                                       out);
+  return Sample<T, ReferenceMethod>(values, shape, kind, seed, first_row, out);
 }
 
 template absl::Status ValidateCategorical<float>(absl::Span<const float>,

@@ -58,7 +58,7 @@ uint64_t FreshSeed() {
 // whose mass sits in one category.
 template <typename T>
 void FillRow(InputRng& rng, int64_t k, WeightKind kind, T* row) {
-  const int pattern = static_cast<int>(rng.Below(6));
+  const int pattern = static_cast<int>(rng.Below(8));
   // Up to 1e30 for float (so that a row of 1500 stays under max / 2), 1e300
   // for double.
   const double big = std::is_same_v<T, float> ? 1e30 : 1e300;
@@ -82,6 +82,9 @@ void FillRow(InputRng& rng, int64_t k, WeightKind kind, T* row) {
         break;
       case 4:  // one dominant category among tiny ones
         w[j] = 1e-20 * (1.0 - u);
+        break;
+      case 6:  // a subnormal total: every weight subnormal or zero
+        w[j] = rng.Below(3) == 0 ? 0.0 : tiny * (1.0 - u);
         break;
       default:  // small integers with many zeros (ties at boundaries)
         w[j] = static_cast<double>(rng.Below(3));
@@ -285,6 +288,35 @@ TYPED_TEST(CategoricalGpuTest, ButterflyMatchesCpuForEveryShape) {
   }
 }
 
+// The grid of issue 10: K from 1 to 2^20 (remnant only, one block, a
+// remnant and blocks, shared-memory and workspace block ends), D = 1, 4, 32,
+// weights and logits; rows mix every FillRow pattern (subnormal totals,
+// weights spanning 30 decades, zeros), 33 rows starting at an odd item so
+// that two warps and their idle lanes are exercised.
+TYPED_TEST(CategoricalGpuTest, ButterflyMatchesCpuUpToTwoToThe20) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  for (int64_t k :
+       {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{100},
+        int64_t{1024}, int64_t{4096}, int64_t{131072}, int64_t{1} << 20}) {
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      const int64_t rows = k >= 131072 ? 33 : 33 + rng.Below(100);
+      const std::vector<T> values = MakeValues<T>(rng, rows, k, kind);
+      for (int32_t draws : {1, 4, 32}) {
+        const uint64_t first_row = 1 + 2 * rng.Below(1000);
+        Batch<T> batch;
+        batch.AddValues(values, rows, k, draws, kind, rng.Bits(), first_row,
+                        CategoricalKernel::kButterfly);
+        ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kButterfly),
+                      absl::StrCat("K ", k, " D ", draws, " ", KindName(kind)));
+      }
+    }
+  }
+}
+
 // One launch for many requests with their own K, D, kind, seed and first
 // row, some of a single row, in random order.
 TYPED_TEST(CategoricalGpuTest, ButterflyMixedBatch) {
@@ -364,8 +396,8 @@ TYPED_TEST(CategoricalGpuTest, ButterflyChunksEqualTheWholeRequest) {
   }
 }
 
-// Past the shared-memory capacity for block ends (64 blocks float, 32
-// double) the kernel keeps them in the workspace.
+// Past the shared-memory capacity for block ends (32 blocks of uint64) the
+// kernel keeps them in the workspace.
 TYPED_TEST(CategoricalGpuTest, ButterflyLargeKUsesTheWorkspace) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;

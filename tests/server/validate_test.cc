@@ -628,6 +628,30 @@ TEST(ValidateCategorical, DefaultsSeedsAndBind) {
   }
 }
 
+// Rows whose total is subnormal are accepted as sent (not flushed, not
+// refused): the categorical contract rescales them exactly.
+TEST(ValidateCategorical, AcceptsSubnormalTotals) {
+  auto f32 = ParseCategorical(
+      Text<v1::SampleCategoricalRequest>(
+          "categories: 2 precision: PRECISION_FLOAT32 values { f32 { values: "
+          "[1e-44, 1e-44, 1.4e-45, 1.4e-45] } }"),
+      RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  auto* f = std::get_if<CategoricalWork<float>>(&(*f32)->work);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->values, (std::vector<float>{1e-44f, 1e-44f, 1.4e-45f,
+                                           1.4e-45f}));
+  auto f64 = ParseCategorical(
+      Text<v1::SampleCategoricalRequest>(
+          "categories: 2 precision: PRECISION_FLOAT64 values { f64 { values: "
+          "[5e-324, 5e-324] } }"),
+      RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(f64.ok()) << f64.status();
+  auto* d = std::get_if<CategoricalWork<double>>(&(*f64)->work);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->values, (std::vector<double>{5e-324, 5e-324}));
+}
+
 TEST(ValidateGamma, DefaultsAndBind) {
   // Elements without scale: the job's scale stays empty (means 1), f32
   // input to a float64 request is exact.

@@ -1,10 +1,13 @@
 // Draws from many discrete distributions (SampleCategorical): each row of
 // `categories` non-negative weights (or logits) is one distribution, and each
 // row gets `draws` independent draws. The bits follow docs/randomness.md,
-// section "Categorical": the butterfly search of Steele & Tristan
+// section "Categorical" (tag CAT2): weights quantized exactly to 64-bit
+// integers, then the butterfly search of Steele & Tristan
 // (categorical-butterfly-partial-sums.txt, Algorithms 8 to 10) over a
-// remnant-first layout, emulated here operation for operation so that the
-// CPU backend and the CUDA kernel return identical indices.
+// remnant-first layout with a 64-bit uniform per draw, emulated here
+// operation for operation so that the CPU backend and the CUDA kernel
+// return identical indices. Every share of 2^-32 or more is realized
+// within 6e-9 of itself, in float32 as in float64.
 // categorical_core.h holds the arithmetic that both share.
 #ifndef SAMPLER_KERNELS_CATEGORICAL_H_
 #define SAMPLER_KERNELS_CATEGORICAL_H_
@@ -33,8 +36,9 @@ inline constexpr int32_t kMaxCategoricalDraws = 1 << 20;
 // OK, or InvalidArgument naming the field, the index and the value, unless:
 // rows >= 1; 1 <= categories <= INT32_MAX; 1 <= draws <= kMaxCategoricalDraws;
 // values.size() == rows * categories; and per row, for weights: each finite
-// and >= 0, the total > 0 and (summed in double) at most
-// numeric_limits<T>::max() / 2, so that no partial sum in T can overflow;
+// and >= 0, the total > 0 (subnormal totals included: they are rescaled
+// exactly) and (summed in double) at most numeric_limits<T>::max() / 2, so
+// that no block total in T can overflow;
 // for logits: no NaN, no +inf, at least one finite value.
 // Instantiated for T = float and T = double.
 template <typename T>
@@ -42,7 +46,8 @@ absl::Status ValidateCategorical(absl::Span<const T> values,
                                  const CategoricalShape& shape,
                                  WeightKind kind);
 
-// The contract: the butterfly search of docs/randomness.md in precision T.
+// The contract: the butterfly search of docs/randomness.md on the exact
+// integer weights of a row in precision T.
 // `values` holds rows first_row .. first_row + rows - 1 of a request, row
 // after row; row r is item first_row + r of the request (its Philox stream)
 // and runs on lane (first_row + r) mod 32, exactly as the CUDA kernel would,
@@ -55,11 +60,10 @@ absl::Status SampleCategoricalCpu(absl::Span<const T> values,
                                   WeightKind kind, uint64_t seed,
                                   uint64_t first_row, absl::Span<int32_t> out);
 
-// The textbook method for comparison in tests: a full sequential prefix sum
-// p_j, u' = p_{K-1} * u with the same uniforms as SampleCategoricalCpu, a
-// binary search for the smallest j with u' < p_j (at most K - 1), and the
-// same zero-weight fix-up. It agrees with the butterfly except where the two
-// orders of summation round a boundary differently.
+// The textbook method for comparison in tests: the same integer weights
+// and uniforms as SampleCategoricalCpu, a full sequential prefix sum p_j and
+// a binary search for the smallest j with X < p_j. Every sum being exact, it
+// returns exactly what the butterfly returns.
 template <typename T>
 absl::Status SampleCategoricalReferenceCpu(absl::Span<const T> values,
                                            const CategoricalShape& shape,

@@ -1,17 +1,33 @@
 // The per-row arithmetic of the categorical sampler (docs/randomness.md,
-// section "Categorical"; Steele & Tristan, Algorithms 8 to 10), shared by the
-// CPU backend and the CUDA kernel so that both choose identical indices.
+// section "Categorical, contract CAT2"; Steele & Tristan, Algorithms 8 to
+// 10), shared by the CPU backend and the CUDA kernel so that both choose
+// identical indices.
+//
+// Exact integer weights. Each row's weights w_i (float or double, or
+// exp(l_i - max l) from logits) are quantized to 64-bit integers
+// q_i = floor(w_i * 2^s), with one power-of-two scale s per row chosen from
+// a double-precision sum of the row (RowScaleSum, RowScale) so that the
+// integer total Q = sum q_i lies in about [2^60 - K, 2^61]. A power-of-two
+// scaling of a binary float followed by floor is exact (QuantizeWeight works
+// on the bits), so q_i differs from w_i * 2^s by less than one unit: less
+// than 2^-59.9 of the row total. Every sum after that is an exact integer sum,
+// so the butterfly table, its search and the textbook prefix sum all give the
+// same answer whatever the order of additions or the lane, and the host and the
+// device agree by construction. A draw takes a 64-bit uniform integer r and
+// picks the category whose integer interval [C_i, C_i + q_i) holds
+// X = floor(r * Q / 2^64) (MulHi64); exactly ceil(C * 2^64 / Q) values of r
+// give an X below C, so the realized probabilities are known in closed form
+// (RealizedCount) and tests check them exactly.
 //
 // The CUDA kernel runs 32 rows per warp, loads weights transposed and builds
 // each block's butterfly-patterned table with __shfl_xor_sync: every entry of
 // that table is a node of one row's pairwise summation tree over an aligned
-// block of 32 weights (Figure 4), each node being left child + right child.
-// Since IEEE addition is commutative and a node's value depends only on its
-// children, the node values do not depend on which lane computes them. The CPU
-// twin therefore computes the same trees row by row, level by level, and
-// searches them exactly as lane r = row mod 32 would: the lane decides from
-// the bits of r, not from the data, whether a midpoint is low + (left half)
-// or high - (right half), which is why the lane is part of the contract.
+// block of 32 quantized weights (Figure 4), each node being left child +
+// right child. The CPU twin computes the same trees row by row, level by
+// level, and searches them as lane r = row mod 32 would (with exact integers
+// the lane no longer changes the answer, but the search keeps the paper's
+// shape: lanes whose bit is clear add the left half's sum to `low`, lanes
+// whose bit is set subtract the right half's sum from `high`).
 //
 // Row table layout (K entries, the positions of the paper's p'): with
 // R = K mod 32 and nb = K / 32,
@@ -132,8 +148,8 @@ SAMPLER_HD int ButterflySearchBlock(const T* w, const T* tree, T low, T high,
   return first;
 }
 
-// Smallest j < n with u < prefix[j]; n - 1 if there is none (u may reach
-// the total through rounding of S * u).
+// Smallest j < n with u < prefix[j]; n - 1 if there is none (never, for
+// X = floor(r Q / 2^64) < Q).
 template <typename T>
 SAMPLER_HD int64_t LinearSearch(const T* prefix, int64_t n, T u) {
   for (int64_t j = 0; j < n; ++j) {
@@ -169,9 +185,9 @@ SAMPLER_HD int64_t FindBlock(const T* table, int64_t categories, T u) {
                          int64_t{kBlock}, NumBlocks(categories), u);
 }
 
-// The category that lane `lane` finds for the scaled uniform u = S * U
-// (Algorithm 9), before the zero-weight fix-up. `w` and `table` are the row's
-// weights and its table from BuildRowTable.
+// The category that lane `lane` finds for the scaled uniform u (Algorithm
+// 9; under CAT2, u = X and the weights are the integers q). `w` and `table`
+// are the row's weights and its table from BuildRowTable.
 template <typename T>
 SAMPLER_HD int64_t ButterflySearchRow(const T* w, const T* table,
                                       int64_t categories, T u, int lane) {
@@ -192,34 +208,6 @@ SAMPLER_HD int64_t ButterflySearchRow(const T* w, const T* table,
          ButterflySearchBlock(w + base, table + base, low, high, u, lane);
 }
 
-// A zero-weight category can be chosen only through rounding at a boundary;
-// it becomes the first non-zero category above it, or else the last below.
-// `weight(i)` returns w_i in T; the CUDA kernel computes it from global
-// memory (and from logits) instead of a table.
-template <typename T, typename WeightAt>
-SAMPLER_HD int64_t SkipZeroWeightBy(const WeightAt& weight, int64_t categories,
-                                    int64_t j) {
-  if (weight(j) != T(0)) return j;
-  for (int64_t i = j + 1; i < categories; ++i) {
-    if (weight(i) != T(0)) return i;
-  }
-  for (int64_t i = j - 1; i >= 0; --i) {
-    if (weight(i) != T(0)) return i;
-  }
-  return j;  // all zero: rejected by validation
-}
-
-template <typename T>
-struct WeightsArray {
-  const T* w;
-  SAMPLER_HD T operator()(int64_t i) const { return w[i]; }
-};
-
-template <typename T>
-SAMPLER_HD int64_t SkipZeroWeight(const T* w, int64_t categories, int64_t j) {
-  return SkipZeroWeightBy<T>(WeightsArray<T>{w}, categories, j);
-}
-
 // Weights from logits: w_j = exp(l_j - max l) with the deterministic exp, so
 // that the largest weight is exactly 1 and -inf logits give exactly 0.
 template <typename T>
@@ -231,10 +219,118 @@ SAMPLER_HD void LogitsToWeights(const T* logits, int64_t categories, T* w) {
   for (int64_t j = 0; j < categories; ++j) w[j] = detmath::Exp(logits[j] - m);
 }
 
-// Which uniform draw d of a row uses: float takes one word per draw, four
-// draws per Philox block; double takes two words, two draws per block.
+// ------------------------------------------------ exact integer weights --
+
+// Bits of the integer scale: Q = sum q_i < 2^61 (RowScale), far from 2^64.
+inline constexpr int kScaleBits = 60;
+
+SAMPLER_HD int CountLeadingZeros64(uint64_t x) {  // x != 0
+#if defined(__CUDA_ARCH__)
+  return __clzll(static_cast<long long>(x));
+#else
+  return __builtin_clzll(x);
+#endif
+}
+
+// floor(log2(x)) for a finite x > 0, subnormals included; integer work on
+// the bits, so exact and identical on host and device.
+SAMPLER_HD int FloorLog2(double x) {
+  const uint64_t bits = detmath::Bits(x);
+  const int biased = static_cast<int>(bits >> 52);
+  if (biased != 0) return biased - 1023;
+  const uint64_t fraction = bits & ((uint64_t{1} << 52) - 1);
+  return -1074 + (63 - CountLeadingZeros64(fraction));
+}
+
+// The power-of-two scale s of a row from its double sum S_d (RowScaleSum):
+// s = 60 - floor(log2 S_d). With 2^f <= S_d < 2^(f+1) and S_d within
+// K * 2^-53 of the true total S (K < 2^31), S < 2^(f+2), so every
+// w_i * 2^s < 2^62 and Q <= S * 2^s < 2^61 (no partial sum can overflow),
+// while Q > S * 2^s - K >= 2^60 (1 - 2^-22) - K: one unit is at most
+// 2^-59.9 of the total. Rows outside a segment (the GPU's idle lanes) may
+// sum to 0; they get scale 0 and quantize to 0.
+SAMPLER_HD int RowScale(double sum) {
+  return sum > 0 ? kScaleBits - FloorLog2(sum) : 0;
+}
+
+// floor(w * 2^scale) for a finite w >= 0 (float or double, subnormals
+// included) with w * 2^scale < 2^63: the significand shifted by the
+// exponent, exact (no floating-point rounding anywhere).
+SAMPLER_HD uint64_t QuantizeWeight(float w, int scale) {
+  const uint32_t bits = detmath::Bits(w);
+  const int biased = static_cast<int>(bits >> 23);
+  const uint64_t fraction = bits & ((1u << 23) - 1u);
+  const uint64_t significand =
+      biased != 0 ? (fraction | (uint64_t{1} << 23)) : fraction;
+  const int shift = (biased != 0 ? biased : 1) - 150 + scale;
+  if (significand == 0) return 0;
+  if (shift >= 0) return shift < 64 ? significand << shift : 0;
+  return -shift < 64 ? significand >> -shift : 0;
+}
+SAMPLER_HD uint64_t QuantizeWeight(double w, int scale) {
+  const uint64_t bits = detmath::Bits(w);
+  const int biased = static_cast<int>(bits >> 52);
+  const uint64_t fraction = bits & ((uint64_t{1} << 52) - 1);
+  const uint64_t significand =
+      biased != 0 ? (fraction | (uint64_t{1} << 52)) : fraction;
+  const int shift = (biased != 0 ? biased : 1) - 1075 + scale;
+  if (significand == 0) return 0;
+  if (shift >= 0) return shift < 64 ? significand << shift : 0;
+  return -shift < 64 ? significand >> -shift : 0;
+}
+
+// The double sum S_d that fixes a row's scale, in the order the CUDA kernel
+// forms it from its transposed loads: the remnant sequentially
+// (w_0 + w_1 + ... + w_{R-1}, from 0); column sums c_l = sum over blocks b,
+// in order, of w_{R + 32 b + l} (lane l's running sum, from 0); the pairwise
+// tree of the 32 column sums (the butterfly's root); S_d = remnant + tree
+// (just the remnant when nb = 0). Every weight is widened to double first,
+// so float rows sum without overflow.
 template <typename T>
-struct DrawUniforms;
+SAMPLER_HD double RowScaleSum(const T* w, int64_t categories) {
+  const int64_t remnant = RemnantSize(categories);
+  const int64_t blocks = NumBlocks(categories);
+  double remnant_sum = 0;
+  for (int64_t j = 0; j < remnant; ++j) {
+    remnant_sum = remnant_sum + static_cast<double>(w[j]);
+  }
+  if (blocks == 0) return remnant_sum;
+  double columns[kBlock];
+  for (int l = 0; l < kBlock; ++l) {
+    double c = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      c = c + static_cast<double>(w[remnant + kBlock * b + l]);
+    }
+    columns[l] = c;
+  }
+  double tree[kBlock];
+  return remnant_sum + BuildBlockTree(columns, tree);
+}
+
+// The high 64 bits of a * b: X = floor(r * Q / 2^64) < Q for the draw.
+SAMPLER_HD uint64_t MulHi64(uint64_t a, uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(a, b);
+#else
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
+#endif
+}
+
+// How many of the 2^64 values of r give X = MulHi64(r, total) < c, for
+// c <= total (the closed form of the realized distribution: category i is
+// drawn by RealizedCount(C_i + q_i) - RealizedCount(C_i) values of r).
+// Host only (the tests).
+inline unsigned __int128 RealizedCount(uint64_t c, uint64_t total) {
+  // X < c  <=>  r * Q < c * 2^64  <=>  r < ceil(c * 2^64 / Q).
+  const unsigned __int128 scaled = static_cast<unsigned __int128>(c) << 64;
+  return (scaled + total - 1) / total;
+}
+
+// ------------------------------------------------------------- draws --
+
+// Draw d of a row uses a 64-bit uniform integer: words 2 (d mod 2) (low
+// half) and 2 (d mod 2) + 1 (high half) of Philox block d / 2.
+inline constexpr int kDrawsPerBlock = 2;
 
 // Word i (0..3) of a block by selection rather than a run-time array index,
 // which would put the block in a GPU thread's local memory.
@@ -244,45 +340,26 @@ SAMPLER_HD uint32_t BlockWord(const PhiloxBlock& block, int i) {
   return (i & 2) != 0 ? high : low;
 }
 
-template <>
-struct DrawUniforms<float> {
-  static constexpr int kPerBlock = 4;
-  static SAMPLER_HD float Uniform(const PhiloxBlock& block, int32_t d) {
-    return UniformFloat(BlockWord(block, d % 4));
-  }
-};
-
-template <>
-struct DrawUniforms<double> {
-  static constexpr int kPerBlock = 2;
-  static SAMPLER_HD double Uniform(const PhiloxBlock& block, int32_t d) {
-    const int k = 2 * (d % 2);
-    return UniformDouble(BlockWord(block, k), BlockWord(block, k + 1));
-  }
-};
+SAMPLER_HD uint64_t DrawBits(const PhiloxBlock& block, int32_t d) {
+  const int k = 2 * (d % kDrawsPerBlock);
+  return (static_cast<uint64_t>(BlockWord(block, k + 1)) << 32) |
+         BlockWord(block, k);
+}
 
 // The Philox block that draw d of `item` reads.
-template <typename T>
 SAMPLER_HD PhiloxBlock DrawBlock(uint64_t seed, uint64_t item, int32_t d) {
-  return Philox(seed, KindTag::kCategorical, item,
-                static_cast<uint32_t>(d / DrawUniforms<T>::kPerBlock));
+  return Philox(seed, KindTag::kCategorical2, item,
+                static_cast<uint32_t>(d / kDrawsPerBlock));
 }
 
-// The uniform in [0, 1) of draw d of `item` (one Philox call; loops over
-// many draws should reuse each block through DrawUniforms instead).
-template <typename T>
-SAMPLER_HD T DrawUniform(uint64_t seed, uint64_t item, int32_t d) {
-  return DrawUniforms<T>::Uniform(DrawBlock<T>(seed, item, d), d);
-}
-
-// One draw, complete: scale the uniform by the row total (one multiply in
-// T), search, fix up. `total` is BuildRowTable's result.
-template <typename T>
-SAMPLER_HD int64_t ButterflyDraw(const T* w, const T* table, int64_t categories,
-                                 T total, T uniform, int lane) {
-  const T u = total * uniform;
-  const int64_t j = ButterflySearchRow(w, table, categories, u, lane);
-  return SkipZeroWeight(w, categories, j);
+// One draw, complete: X = floor(r * Q / 2^64), then the butterfly search of
+// the integer table. `q` and `table` come from QuantizeWeight and
+// BuildRowTable<uint64_t>, `total` is Q. Every category with q_i > 0 owns
+// [C_i, C_i + q_i), one with q_i = 0 nothing, so no fix-up is needed.
+SAMPLER_HD int64_t ButterflyDraw(const uint64_t* q, const uint64_t* table,
+                                 int64_t categories, uint64_t total, uint64_t r,
+                                 int lane) {
+  return ButterflySearchRow(q, table, categories, MulHi64(r, total), lane);
 }
 
 }  // namespace sampler::kernels::categorical

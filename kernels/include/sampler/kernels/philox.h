@@ -18,8 +18,10 @@ namespace sampler::kernels {
 enum class KindTag : uint32_t {
   kGamma = 0x47414d31,        // "GAM1"
   kDirichlet = 0x44495231,    // "DIR1"
-  kCategorical = 0x43415431,  // "CAT1"
+  kCategorical = 0x43415431,  // "CAT1": retired (float prefix sums)
   kBoards = 0x42524431,       // "BRD1"
+  // "CAT2": categorical with exact integer weights and 64-bit uniforms.
+  kCategorical2 = 0x43415432,
 };
 
 struct PhiloxBlock {

@@ -80,8 +80,8 @@ struct CategoricalSegment {
   // a warp finds its segment by binary search.
   int64_t task_begin = 0;
   // Set by PrepareCategoricalSegments: where this segment's scratch starts
-  // in the workspace, in elements of the precision's type (0 if it has
-  // none).
+  // in the workspace, in 8-byte elements (uint64 integer weights; 0 if it
+  // has none).
   uint64_t workspace_offset = 0;
 };
 
@@ -98,18 +98,17 @@ struct CategoricalPlan {
   // (split_task = tasks).
   int64_t split_task = 0;
   // Device memory the launch needs as scratch, 0 for most batches:
-  // kButterfly keeps each row's block-end prefixes E_b in shared memory up
-  // to 64 blocks (float; 32 for double), in the workspace beyond, which is
-  // 1/32 of those segments' values; kPrefixSum writes its prefix table
-  // there (as large as the values); kWarpPerRow keeps up to 2048 (float;
-  // 1024 for double) block ends per row in shared memory, the rest in the
-  // workspace.
+  // kButterfly keeps each row's block-end prefixes E_b (uint64) in shared
+  // memory up to 32 blocks, in the workspace beyond, which is 1/32 of those
+  // segments' values (in 8-byte units); kPrefixSum writes its uint64 prefix
+  // table there (one per value); kWarpPerRow keeps up to 1024 block ends per
+  // row in shared memory, the rest in the workspace.
   size_t workspace_bytes = 0;
-  // Shared-memory layout per warp, in elements of the precision's type
-  // (offsets are -1 where a part is absent), and each launch's size per
-  // warp.
+  // Shared-memory layout per warp, in 8-byte units (offsets are -1 where a
+  // part is absent), and each launch's size per warp.
   int32_t smem_remnant = -1;     // 32 x 33 staging area / remnant prefixes
   int32_t smem_rowmax = -1;      // 32 row maxima (logits)
+  int32_t smem_scale = -1;       // 32 row scales (int32; kButterfly)
   int32_t smem_block_ends = -1;  // block ends, smem_block_cap per row
   int32_t smem_block_cap = 0;
   int32_t smem_warp_elems[2] = {0, 0};
