@@ -103,10 +103,10 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
           "whatever is still running");
 // Transport bounds (issue 9 item 2): what a client can make the server hold
 // before a single call reaches a handler.
-ABSL_FLAG(int32_t, max_concurrent_streams, 100,
+ABSL_FLAG(int32_t, max_concurrent_streams, 256,
           "Most calls open at once on one client connection (HTTP/2 "
-          "SETTINGS_MAX_CONCURRENT_STREAMS); more are refused by the "
-          "transport");
+          "SETTINGS_MAX_CONCURRENT_STREAMS): gRPC clients queue the rest "
+          "themselves; a peer that opens more loses its connection");
 ABSL_FLAG(int64_t, memory_quota_bytes, int64_t{1} << 30,
           "gRPC's resource quota: memory the transport may use for all "
           "connections together (read buffers, incoming messages); under "
@@ -114,7 +114,7 @@ ABSL_FLAG(int64_t, memory_quota_bytes, int64_t{1} << 30,
 ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(30),
           "A client connection is asked to go away (GOAWAY) after this long; "
           "clients reconnect transparently");
-ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Minutes(5),
+ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Minutes(30),
           "... and is closed this long after that, with whatever calls it "
           "still carries: the longest a call (or a request that never "
           "finishes arriving) can hold a connection is the sum of the two");

@@ -26,6 +26,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,10 +55,17 @@ std::vector<std::string> With(std::vector<std::string> flags,
   return flags;
 }
 
+// HARDENING_SERVER_BIN runs the tests against another server binary (the
+// report's "fails before" runs used the previous build this way).
+std::string ServerBinary() {
+  const char* other = std::getenv("HARDENING_SERVER_BIN");
+  return other != nullptr && *other != '\0' ? other : SAMPLER_SERVER_BIN;
+}
+
 std::unique_ptr<ServerProcess> StartServer(
     const std::vector<std::string>& flags) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> server =
-      ServerProcess::Start(SAMPLER_SERVER_BIN, With(kCpu, flags));
+      ServerProcess::Start(ServerBinary(), With(kCpu, flags));
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? *std::move(server) : nullptr;
 }
@@ -101,7 +109,7 @@ TEST(OnePortOneServer, SecondServerOnBusyGrpcPortExits1NamingListen) {
   std::unique_ptr<ServerProcess> first = StartServer({});
   ASSERT_NE(first, nullptr);
   absl::StatusOr<std::unique_ptr<ServerProcess>> second = ServerProcess::Start(
-      SAMPLER_SERVER_BIN,
+      ServerBinary(),
       With(kCpu, {absl::StrCat("--listen=127.0.0.1:", first->port())}));
   ASSERT_FALSE(second.ok()) << "a second server started on port "
                             << first->port();
@@ -120,7 +128,7 @@ TEST(OnePortOneServer, SecondServerOnBusyMetricsPortExits1NamingTheFlag) {
   std::unique_ptr<ServerProcess> first = StartServer({});
   ASSERT_NE(first, nullptr);
   absl::StatusOr<std::unique_ptr<ServerProcess>> second = ServerProcess::Start(
-      SAMPLER_SERVER_BIN,
+      ServerBinary(),
       With(kCpu, {absl::StrCat("--metrics_listen=127.0.0.1:",
                                first->metrics_port())}));
   ASSERT_FALSE(second.ok());
@@ -178,7 +186,7 @@ TEST(StartupChecks, EveryValueThatCannotWorkExits1NamingFlagAndValue) {
     // over nothing else, and a server that wrongly starts is bounded by
     // timeout(1) (it would not exit by itself: the test then fails).
     const Ran ran = RunCommand(absl::StrCat(
-        SAMPLER_SERVER_BIN,
+        ServerBinary(),
         " --backend=cpu --worker_threads=1 --listen=127.0.0.1:0 "
         "--metrics_listen= ",
         bad.flag));
@@ -207,7 +215,7 @@ TEST(StartupChecks, DefaultsAndEdgeValuesStart) {
 // ------------------------------------------------------------------- usage
 
 TEST(Usage, HelpListsTheServersFlagsWithoutBuildPaths) {
-  const Ran ran = RunCommand(absl::StrCat(SAMPLER_SERVER_BIN, " --help"));
+  const Ran ran = RunCommand(absl::StrCat(ServerBinary(), " --help"));
   EXPECT_FALSE(absl::StrContains(ran.output, "No flags matched")) << ran.output;
   for (const char* flag :
        {"--listen", "--metrics_listen", "--backend", "--max_queued_items",
@@ -218,14 +226,14 @@ TEST(Usage, HelpListsTheServersFlagsWithoutBuildPaths) {
   }
   EXPECT_FALSE(absl::StrContains(ran.output, SAMPLER_SOURCE_DIR))
       << ran.output;
-  const Ran full = RunCommand(absl::StrCat(SAMPLER_SERVER_BIN, " --helpfull"));
+  const Ran full = RunCommand(absl::StrCat(ServerBinary(), " --helpfull"));
   EXPECT_TRUE(absl::StrContains(full.output, "--listen")) << full.output;
   EXPECT_FALSE(absl::StrContains(full.output, SAMPLER_SOURCE_DIR))
       << full.output;
 }
 
 TEST(Usage, VersionPrintsTheVersion) {
-  const Ran ran = RunCommand(absl::StrCat(SAMPLER_SERVER_BIN, " --version"));
+  const Ran ran = RunCommand(absl::StrCat(ServerBinary(), " --version"));
   EXPECT_EQ(ran.code, 0) << ran.output;
   EXPECT_TRUE(absl::StrContains(ran.output, "sampler-server 0.1.0"))
       << ran.output;
