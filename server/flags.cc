@@ -213,6 +213,11 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
       return Bad("--gpus", index, ": listed twice");
     }
   }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> ServerFlagNotes(const ServerFlags& f) {
+  std::vector<std::string> notes;
   RequestLimits limits;
   limits.max_items_per_request = f.max_items_per_request;
   limits.max_items_per_stream = f.max_items_per_stream;
@@ -220,13 +225,14 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
   limits.max_enumerate_pairs = f.max_enumerate_pairs;
   const int64_t chunk = LargestServerChunkItems(limits);
   if (f.max_queued_items < chunk) {
-    return Bad("--max_queued_items", f.max_queued_items, ": must be >= ",
-               chunk,
-               " (the largest stream chunk the server picks under "
-               "--max_items_per_request and --max_message_bytes; a stream "
-               "whose chunk cannot be queued never starts)");
+    notes.push_back(absl::StrCat(
+        "--max_queued_items=", f.max_queued_items,
+        " is below the largest stream chunk the server picks (", chunk,
+        " items under --max_items_per_request and --max_message_bytes): "
+        "unary calls and streams whose client sets a smaller chunk size "
+        "work, streams that leave the chunk size to the server may not"));
   }
-  return absl::OkStatus();
+  return notes;
 }
 
 }  // namespace sampler::server

@@ -69,13 +69,18 @@ int ListenPort(absl::string_view value);
 
 // The most work items of any first stream chunk the server would pick by
 // itself (client chunk size 0) under `limits`: a stream whose chunk cannot
-// enter the queue can never start, so --max_queued_items must be at least
-// this.
+// enter the queue can never start.
 int64_t LargestServerChunkItems(const RequestLimits& limits);
 
 // Checks every value; the first bad one gives INVALID_ARGUMENT whose message
 // starts with "--flag=value: " and says what would work.
 absl::Status CheckServerFlags(const ServerFlags& flags);
+
+// Values that work but limit what clients can do, as sentences for the log
+// ("note: ..."): a --max_queued_items below the largest stream chunk the
+// server picks (tests and small deployments use such budgets on purpose, so
+// it is not refused).
+std::vector<std::string> ServerFlagNotes(const ServerFlags& flags);
 
 }  // namespace sampler::server
 

@@ -180,10 +180,14 @@ int ToMillis(absl::Duration d) {
 int Run(ShutdownWatchdog& watchdog) {
   // Every flag first: a value that cannot work stops the server before
   // anything starts, naming the flag and the value.
-  if (absl::Status checked = CheckServerFlags(FlagValues()); !checked.ok()) {
+  const ServerFlags flag_values = FlagValues();
+  if (absl::Status checked = CheckServerFlags(flag_values); !checked.ok()) {
     std::fprintf(stderr, "sampler-server: %s\n",
                  std::string(checked.message()).c_str());
     return 1;
+  }
+  for (const std::string& note : ServerFlagNotes(flag_values)) {
+    std::fprintf(stderr, "sampler-server: note: %s\n", note.c_str());
   }
   // Security next: a wrong file stops the server before anything starts.
   TlsFiles tls_files;

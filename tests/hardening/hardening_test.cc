@@ -158,7 +158,6 @@ TEST(StartupChecks, EveryValueThatCannotWorkExits1NamingFlagAndValue) {
       {"--max_batch_items=0", "--max_batch_items=0"},
       {"--max_batch_delay=-1ms", "--max_batch_delay=-1ms"},
       {"--max_queued_items=-1", "--max_queued_items=-1"},
-      {"--max_queued_items=1000", "--max_queued_items=1000"},
       {"--max_items_per_request=0", "--max_items_per_request=0"},
       {"--max_items_per_stream=-5", "--max_items_per_stream=-5"},
       {"--max_enumerate_pairs=0", "--max_enumerate_pairs=0"},
@@ -209,6 +208,16 @@ TEST(StartupChecks, DefaultsAndEdgeValuesStart) {
   server = StartServer({});
   ASSERT_NE(server, nullptr);
   EXPECT_TRUE(Info(*server).ok());
+  EXPECT_FALSE(absl::StrContains(server->Stderr(), "note:"));
+  EXPECT_EQ(server->Stop(), 0);
+  // A queue smaller than the server's own stream chunks works for unary
+  // calls (tests use such budgets) and says what it limits.
+  server = StartServer({"--max_queued_items=1000"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(Info(*server).ok());
+  EXPECT_TRUE(absl::StrContains(server->Stderr(),
+                                "note: --max_queued_items=1000 is below"))
+      << server->Stderr();
   EXPECT_EQ(server->Stop(), 0);
 }
 
