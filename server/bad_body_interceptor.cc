@@ -20,7 +20,8 @@ class BadBodyInterceptor : public grpc::experimental::Interceptor {
         on_bad_body_(on_bad_body),
         method_(std::move(method)) {}
 
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();

@@ -77,7 +77,8 @@ absl::Status CheckListenAddress(absl::string_view flag, absl::string_view value,
       !std::all_of(port.begin(), port.end(),
                    [](char c) { return absl::ascii_isdigit(c); }) ||
       !absl::SimpleAtoi(port, &number) || number > 65535) {
-    return Bad(flag, Quoted(value), ": the port must be 0 to 65535 (0: any "
+    return Bad(flag, Quoted(value),
+               ": the port must be 0 to 65535 (0: any "
                "free port)");
   }
   return absl::OkStatus();
@@ -98,13 +99,13 @@ int64_t LargestServerChunkItems(const RequestLimits& limits) {
   open.max_items_per_stream = std::numeric_limits<int64_t>::max() / 4;
   const SeedSource seeds = [] { return uint64_t{1}; };
   int64_t largest = 1;
-  auto consider = [&](Kind kind, const absl::StatusOr<std::shared_ptr<Job>>&
-                                     job) {
+  auto consider = [&](Kind kind,
+                      const absl::StatusOr<std::shared_ptr<Job>>& job) {
     if (!job.ok() || *job == nullptr) return;
     const int64_t units = ChunkSize(kind, **job, 0, open);
-    largest = std::max(largest, units * (*job)->items /
-                                    std::max<int64_t>(StreamUnits(kind, **job),
-                                                      1));
+    largest =
+        std::max(largest, units * (*job)->items /
+                              std::max<int64_t>(StreamUnits(kind, **job), 1));
   };
   // The smallest units of each streamed kind give the most items per chunk:
   // float32 and float64 gamma samples, one-draw and many-draw categorical
@@ -173,8 +174,8 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
            AtLeast("--max_items_per_request", f.max_items_per_request, 1),
            AtLeast("--max_items_per_stream", f.max_items_per_stream, 1),
            AtLeast("--max_enumerate_pairs", f.max_enumerate_pairs, 1),
-           InRange("--max_message_bytes", f.max_message_bytes,
-                   kMinMessageBytes, std::numeric_limits<int32_t>::max()),
+           InRange("--max_message_bytes", f.max_message_bytes, kMinMessageBytes,
+                   std::numeric_limits<int32_t>::max()),
            AtLeast("--max_queued_items", f.max_queued_items, 1),
            InRange("--worker_threads", f.worker_threads, 0, kMaxWorkerThreads),
            InRange("--streams_per_gpu", f.streams_per_gpu, 1,
@@ -196,8 +197,8 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
   }
   // The quota must hold at least one largest message (a request of
   // --max_message_bytes is buffered whole before it is parsed).
-  if (f.memory_quota_bytes < std::max(kMinMemoryQuotaBytes,
-                                      2 * f.max_message_bytes)) {
+  if (f.memory_quota_bytes <
+      std::max(kMinMemoryQuotaBytes, 2 * f.max_message_bytes)) {
     return Bad("--memory_quota_bytes", f.memory_quota_bytes, ": must be >= ",
                std::max(kMinMemoryQuotaBytes, 2 * f.max_message_bytes),
                " (16 MiB, and twice --max_message_bytes: one largest request "

@@ -1,18 +1,19 @@
 // sampler-server: the gRPC sampling service.
 //
 // Startup: every flag checked (server/flags.h: a value that cannot work
-// exits 1 naming the flag), security files (TLS certificates, bearer tokens; checked first, so
-// that a wrong file fails at once), backend (CUDA when asked for or found,
-// else CPU), metrics endpoint, service, gRPC server with health and
-// reflection. Shutdown on SIGTERM or SIGINT: health goes NOT_SERVING, new
+// exits 1 naming the flag), security files (TLS certificates, bearer tokens;
+// checked first, so that a wrong file fails at once), backend (CUDA when asked
+// for or found, else CPU), metrics endpoint, service, gRPC server with health
+// and reflection. Shutdown on SIGTERM or SIGINT: health goes NOT_SERVING, new
 // calls are refused, calls in flight finish (bounded by --shutdown_grace),
 // queued work drains, exit 0; a watchdog ends the process anyway once
-// --drain_delay + --shutdown_grace + 5 s have passed (server/shutdown_watchdog.h).
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
+// --drain_delay + --shutdown_grace + 5 s have passed
+// (server/shutdown_watchdog.h).
 #include <grpc/grpc.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
 #include <csignal>
@@ -25,9 +26,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/usage_config.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -35,8 +36,8 @@
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/auth.h"
-#include "server/bad_body_interceptor.h"
 #include "server/backend_factory.h"
+#include "server/bad_body_interceptor.h"
 #include "server/flags.h"
 #include "server/metrics.h"
 #include "server/service.h"
@@ -319,16 +320,15 @@ int Run(ShutdownWatchdog& watchdog) {
   grpc::ResourceQuota quota("sampler-server");
   quota.Resize(static_cast<size_t>(absl::GetFlag(FLAGS_memory_quota_bytes)));
   builder.SetResourceQuota(quota);
-  builder.AddChannelArgument(
-      GRPC_ARG_MAX_CONNECTION_AGE_MS,
-      ToMillis(absl::GetFlag(FLAGS_max_connection_age)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                             ToMillis(absl::GetFlag(FLAGS_max_connection_age)));
   builder.AddChannelArgument(
       GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
       ToMillis(absl::GetFlag(FLAGS_max_connection_age_grace)));
-  builder.AddChannelArgument(
-      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-      ToMillis(absl::GetFlag(FLAGS_handshake_timeout)));
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             ToMillis(absl::GetFlag(FLAGS_handshake_timeout)));
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(std::make_unique<BadBodyInterceptorFactory>(
       [m = metrics.get()](const std::string& /*method*/) {
@@ -338,7 +338,8 @@ int Run(ShutdownWatchdog& watchdog) {
   builder.RegisterService(service.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   const int wanted_port = ListenPort(listen);
-  if (server == nullptr || port == 0 || (wanted_port > 0 && port != wanted_port)) {
+  if (server == nullptr || port == 0 ||
+      (wanted_port > 0 && port != wanted_port)) {
     std::fprintf(stderr,
                  "sampler-server: --listen=%s: cannot listen there (is the "
                  "port in use, perhaps by another sampler-server?)\n",
@@ -416,8 +417,7 @@ int main(int argc, char** argv) {
   usage.contains_helppackage_flags = IsServerFlagFile;
   usage.normalize_filename = NormalizeFlagFile;
   usage.version_string = [] {
-    return absl::StrCat("sampler-server ",
-                        sampler::server::kVersion, "\n");
+    return absl::StrCat("sampler-server ", sampler::server::kVersion, "\n");
   };
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);

@@ -150,11 +150,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   // Refusals before any handler (issue 9 items 2 and 9): a separate block.
   refused_total_ = &BuildCounter()
                         .Name("sampler_refused_total")
-                        .Help("Calls refused before reaching a handler, by "
-                              "reason (bad_body: not a valid protobuf "
-                              "request message).")
+                        .Help(
+                            "Calls refused before reaching a handler, by "
+                            "reason (bad_body: not a valid protobuf "
+                            "request message).")
                         .Register(r);
-  for (const char* reason : {"bad_body"}) refused_total_->Add({{"reason", reason}});
+  for (const char* reason : {"bad_body"}) {
+    refused_total_->Add({{"reason", reason}});
+  }
 }
 
 Metrics::~Metrics() = default;

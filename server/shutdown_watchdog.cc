@@ -58,8 +58,8 @@ void ShutdownWatchdog::Watch(absl::Duration limit) {
                "signal (--drain_delay + --shutdown_grace + %s margin), %s: "
                "exiting now with code %d\n",
                absl::FormatDuration(limit).c_str(),
-               absl::FormatDuration(kShutdownMargin).c_str(),
-               PhaseText(phase), code);
+               absl::FormatDuration(kShutdownMargin).c_str(), PhaseText(phase),
+               code);
   std::fflush(stdout);
   std::fflush(stderr);
   _exit(code);

@@ -78,8 +78,8 @@ struct Ran {
 };
 Ran RunCommand(const std::string& command) {
   Ran ran;
-  FILE* pipe = popen(absl::StrCat("timeout 20 ", command, " 2>&1").c_str(),
-                     "r");
+  FILE* pipe =
+      popen(absl::StrCat("timeout 20 ", command, " 2>&1").c_str(), "r");
   if (pipe == nullptr) return ran;
   char buf[4096];
   size_t n;
@@ -111,13 +111,13 @@ TEST(OnePortOneServer, SecondServerOnBusyGrpcPortExits1NamingListen) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> second = ServerProcess::Start(
       ServerBinary(),
       With(kCpu, {absl::StrCat("--listen=127.0.0.1:", first->port())}));
-  ASSERT_FALSE(second.ok()) << "a second server started on port "
-                            << first->port();
+  ASSERT_FALSE(second.ok())
+      << "a second server started on port " << first->port();
   EXPECT_TRUE(absl::StrContains(second.status().message(), "exited with 1"))
       << second.status();
-  EXPECT_TRUE(absl::StrContains(
-      second.status().message(),
-      absl::StrCat("--listen=127.0.0.1:", first->port())))
+  EXPECT_TRUE(
+      absl::StrContains(second.status().message(),
+                        absl::StrCat("--listen=127.0.0.1:", first->port())))
       << second.status();
   // Every call reaches the first server, which still answers.
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(Info(*first).ok());
@@ -128,9 +128,8 @@ TEST(OnePortOneServer, SecondServerOnBusyMetricsPortExits1NamingTheFlag) {
   std::unique_ptr<ServerProcess> first = StartServer({});
   ASSERT_NE(first, nullptr);
   absl::StatusOr<std::unique_ptr<ServerProcess>> second = ServerProcess::Start(
-      ServerBinary(),
-      With(kCpu, {absl::StrCat("--metrics_listen=127.0.0.1:",
-                               first->metrics_port())}));
+      ServerBinary(), With(kCpu, {absl::StrCat("--metrics_listen=127.0.0.1:",
+                                               first->metrics_port())}));
   ASSERT_FALSE(second.ok());
   EXPECT_TRUE(absl::StrContains(second.status().message(), "exited with 1"))
       << second.status();
@@ -184,11 +183,11 @@ TEST(StartupChecks, EveryValueThatCannotWorkExits1NamingFlagAndValue) {
     // Through RunCommand, not ServerProcess: the flag comes last and wins
     // over nothing else, and a server that wrongly starts is bounded by
     // timeout(1) (it would not exit by itself: the test then fails).
-    const Ran ran = RunCommand(absl::StrCat(
-        ServerBinary(),
-        " --backend=cpu --worker_threads=1 --listen=127.0.0.1:0 "
-        "--metrics_listen= ",
-        bad.flag));
+    const Ran ran = RunCommand(
+        absl::StrCat(ServerBinary(),
+                     " --backend=cpu --worker_threads=1 --listen=127.0.0.1:0 "
+                     "--metrics_listen= ",
+                     bad.flag));
     EXPECT_EQ(ran.code, 1) << ran.output;
     EXPECT_TRUE(absl::StrContains(ran.output, bad.expected)) << ran.output;
     EXPECT_FALSE(absl::StrContains(ran.output, "serving on port"))
@@ -233,8 +232,7 @@ TEST(Usage, HelpListsTheServersFlagsWithoutBuildPaths) {
     EXPECT_TRUE(absl::StrContains(ran.output, flag)) << flag << "\n"
                                                      << ran.output;
   }
-  EXPECT_FALSE(absl::StrContains(ran.output, SAMPLER_SOURCE_DIR))
-      << ran.output;
+  EXPECT_FALSE(absl::StrContains(ran.output, SAMPLER_SOURCE_DIR)) << ran.output;
   const Ran full = RunCommand(absl::StrCat(ServerBinary(), " --helpfull"));
   EXPECT_TRUE(absl::StrContains(full.output, "--listen")) << full.output;
   EXPECT_FALSE(absl::StrContains(full.output, SAMPLER_SOURCE_DIR))
@@ -316,8 +314,7 @@ TEST(BadBody, GarbageGetsInvalidArgumentNamingTheMessage) {
         << status.error_message();
   }
   // A method that does not exist stays UNIMPLEMENTED.
-  EXPECT_EQ(RawCall(*server, "/sampler.v1.SamplerService/NoSuchMethod",
-                    garbage)
+  EXPECT_EQ(RawCall(*server, "/sampler.v1.SamplerService/NoSuchMethod", garbage)
                 .error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
   // A valid body still works through the same path.
@@ -325,16 +322,16 @@ TEST(BadBody, GarbageGetsInvalidArgumentNamingTheMessage) {
   v1::GammaGroup* group = valid.mutable_groups()->add_groups();
   group->set_shape(1);
   group->set_count(10);
-  const grpc::Status good = RawCall(
-      *server, "/sampler.v1.SamplerService/SampleGamma",
-      valid.SerializeAsString());
+  const grpc::Status good =
+      RawCall(*server, "/sampler.v1.SamplerService/SampleGamma",
+              valid.SerializeAsString());
   EXPECT_TRUE(good.ok()) << good.error_code() << " " << good.error_message();
   absl::StatusOr<std::string> text =
       HttpGet(server->metrics_port(), "/metrics");
   ASSERT_TRUE(text.ok()) << text.status();
-  EXPECT_EQ(MetricsText(*text).ValueOr0(
-                "sampler_refused_total{reason=\"bad_body\"}"),
-            methods.size());
+  EXPECT_EQ(
+      MetricsText(*text).ValueOr0("sampler_refused_total{reason=\"bad_body\"}"),
+      methods.size());
   EXPECT_EQ(server->Stop(), 0);
 }
 
@@ -369,13 +366,12 @@ TEST(ShutdownBounded, ExitsWithinGracePlusMarginWithACallRunningForMinutes) {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  stub->async()->Enumerate(&context, &request, &response,
-                           [&](grpc::Status s) {
-                             std::lock_guard<std::mutex> lock(mu);
-                             status = std::move(s);
-                             done = true;
-                             cv.notify_all();
-                           });
+  stub->async()->Enumerate(&context, &request, &response, [&](grpc::Status s) {
+    std::lock_guard<std::mutex> lock(mu);
+    status = std::move(s);
+    done = true;
+    cv.notify_all();
+  });
   // The call is executing once the batch holds it; wait until the server
   // has it in flight (the in-flight gauge), bounded.
   bool in_flight = false;
@@ -407,7 +403,8 @@ TEST(ShutdownBounded, ExitsWithinGracePlusMarginWithACallRunningForMinutes) {
                absl::FormatDuration(took).c_str());
   // The client learns that the call failed (the connection went away).
   std::unique_lock<std::mutex> lock(mu);
-  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; }));
+  ASSERT_TRUE(
+      cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; }));
   EXPECT_FALSE(status.ok());
 }
 

@@ -22,6 +22,7 @@
 // another server binary (the before figures in the report came that way),
 // ATTACK_SERVER_FLAGS adds server flags (space-separated).
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -41,8 +42,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -132,8 +131,8 @@ std::string HpackString(const std::string& s) {
 std::string RequestHeaders(const std::string& path,
                            const std::string& authority) {
   std::string block;
-  block += '\x83';  // :method POST (static index 3)
-  block += '\x86';  // :scheme http (static index 6)
+  block += '\x83';                           // :method POST (static index 3)
+  block += '\x86';                           // :scheme http (static index 6)
   block += '\x04' + HpackString(path);       // :path, literal, name index 4
   block += '\x01' + HpackString(authority);  // :authority, name index 1
   block += std::string("\x0f\x10", 2) +      // content-type, index 31
@@ -175,9 +174,9 @@ class StallingConnection {
   // sent before the server stopped taking bytes (flow control or a closed
   // socket).
   int OpenStalledStreams(int streams) {
-    const std::string headers = RequestHeaders(
-        "/sampler.v1.SamplerService/SampleGamma",
-        absl::StrCat("127.0.0.1:", port_));
+    const std::string headers =
+        RequestHeaders("/sampler.v1.SamplerService/SampleGamma",
+                       absl::StrCat("127.0.0.1:", port_));
     std::string data(kBytesPerStream, 'x');
     data[0] = 0;  // uncompressed
     for (int i = 0; i < 4; ++i) {
@@ -230,9 +229,8 @@ class StallingConnection {
   // them.
   bool WaitForWindow(int64_t bytes) {
     std::unique_lock<std::mutex> lock(window_mu_);
-    if (!window_cv_.wait_for(lock, std::chrono::seconds(10), [&] {
-          return window_ >= bytes || closed_;
-        })) {
+    if (!window_cv_.wait_for(lock, std::chrono::seconds(10),
+                             [&] { return window_ >= bytes || closed_; })) {
       return false;
     }
     if (closed_) return false;
@@ -335,7 +333,8 @@ double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 TEST(TransportAttack, StalledStreamsStayUnderTheMemoryBound) {
   std::vector<std::string> flags = {"--backend=cpu", "--worker_threads=1"};
   if (const char* more = std::getenv("ATTACK_SERVER_FLAGS")) {
-    for (absl::string_view flag : absl::StrSplit(more, ' ', absl::SkipEmpty())) {
+    for (absl::string_view flag :
+         absl::StrSplit(more, ' ', absl::SkipEmpty())) {
       flags.emplace_back(flag);
     }
   }
@@ -371,7 +370,8 @@ TEST(TransportAttack, StalledStreamsStayUnderTheMemoryBound) {
   {
     std::vector<std::thread> attackers;
     for (int c = 0; c < kConnections; ++c) {
-      connections.push_back(std::make_unique<StallingConnection>(server.port()));
+      connections.push_back(
+          std::make_unique<StallingConnection>(server.port()));
     }
     for (int c = 0; c < kConnections; ++c) {
       attackers.emplace_back([&, c] {
@@ -418,8 +418,9 @@ TEST(TransportAttack, StalledStreamsStayUnderTheMemoryBound) {
                "%.1f MiB (+%.1f), held %.1f MiB, after close %.1f MiB (+%.1f); "
                "normal calls OK %d/10 (old connection), %d/10 (new)\n",
                kConnections, sent, kConnections * kStreamsPerConnection,
-               refused, closed, MiB(idle), MiB(peak.load()), MiB(peak.load() - idle),
-               MiB(during), MiB(after), MiB(after - idle), ok_old, ok_new);
+               refused, closed, MiB(idle), MiB(peak.load()),
+               MiB(peak.load() - idle), MiB(during), MiB(after),
+               MiB(after - idle), ok_old, ok_new);
 
   EXPECT_EQ(ok_old, 10);
   EXPECT_EQ(ok_new, 10);
