@@ -17,6 +17,10 @@
 //   from the RST_STREAM frames the attacker receives: the library does not
 //   tell the application).
 //
+// AStalledRequestEndsWithItsConnectionsAge: a request that never finishes
+// arriving is dropped with its connection after --max_connection_age +
+// --max_connection_age_grace (GOAWAY, then the close).
+//
 // Bounded everywhere: socket timeouts, a wait limit for flow-control
 // windows, a fixed number of streams. HARDENING_SERVER_BIN runs it against
 // another server binary (the before figures in the report came that way),
@@ -429,6 +433,33 @@ TEST(TransportAttack, StalledStreamsStayUnderTheMemoryBound) {
   EXPECT_LT(after - idle, kBoundBytes)
       << "after " << MiB(after) << " MiB, idle " << MiB(idle) << " MiB";
   // The server still answers once the attackers are gone.
+  EXPECT_TRUE(SmallGamma(*NewStub(server)).ok());
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// A request that never finishes arriving holds its connection at most
+// --max_connection_age + --max_connection_age_grace: then the server says
+// GOAWAY and closes the connection, stalled streams and all.
+TEST(TransportAttack, AStalledRequestEndsWithItsConnectionsAge) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> started = ServerProcess::Start(
+      ServerBinary(),
+      {"--backend=cpu", "--worker_threads=1", "--max_connection_age=1s",
+       "--max_connection_age_grace=1s"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  ServerProcess& server = **started;
+  StallingConnection connection(server.port());
+  ASSERT_TRUE(connection.Connect());
+  EXPECT_EQ(connection.OpenStalledStreams(10), 10);
+  // 2 s plus gRPC's jitter of the age (+-10%) and a loaded machine: bounded
+  // at 60 s, where without the bound the connection would stay forever.
+  bool closed = false;
+  for (int i = 0; i < 600 && !closed; ++i) {
+    closed = connection.closed();
+    if (!closed) absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(connection.goaway());
+  EXPECT_TRUE(closed) << "the stalled connection is still open after 60 s";
+  connection.Close();
   EXPECT_TRUE(SmallGamma(*NewStub(server)).ok());
   EXPECT_EQ(server.Stop(), 0);
 }
