@@ -1,19 +1,25 @@
 // sampler-server: the gRPC sampling service.
 //
-// Startup: security files (TLS certificates, bearer tokens; checked first, so
-// that a wrong file fails at once), backend (CUDA when asked for or found,
-// else CPU), metrics endpoint, service, gRPC server with health and
-// reflection. Shutdown on SIGTERM or SIGINT: health goes NOT_SERVING, new
+// Startup: every flag checked (server/flags.h: a value that cannot work
+// exits 1 naming the flag), security files (TLS certificates, bearer tokens;
+// checked first, so that a wrong file fails at once), backend (CUDA when asked
+// for or found, else CPU), metrics endpoint, service, gRPC server with health
+// and reflection. Shutdown on SIGTERM or SIGINT: health goes NOT_SERVING, new
 // calls are refused, calls in flight finish (bounded by --shutdown_grace),
-// queued work drains, exit 0.
+// queued work drains, exit 0; a watchdog ends the process anyway once
+// --drain_delay + --shutdown_grace + 5 s have passed
+// (server/shutdown_watchdog.h).
+#include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,6 +28,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -30,8 +37,11 @@
 #include "grpc/health/v1/health.pb.h"
 #include "server/auth.h"
 #include "server/backend_factory.h"
+#include "server/bad_body_interceptor.h"
+#include "server/flags.h"
 #include "server/metrics.h"
 #include "server/service.h"
+#include "server/shutdown_watchdog.h"
 #include "server/tls.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address");
@@ -73,7 +83,7 @@ ABSL_FLAG(int64_t, max_items_per_stream, int64_t{1} << 33,
 ABSL_FLAG(int64_t, max_enumerate_pairs, 2'000'000'000,
           "Most multiply-adds in one Enumerate request (CPU work is O(m n))");
 ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
-          "Largest gRPC message received or sent, in bytes");
+          "Largest gRPC message received or sent, in bytes (at least 64 KiB)");
 ABSL_FLAG(int32_t, worker_threads, 0,
           "CPU backend threads (0: one per core)");
 ABSL_FLAG(std::vector<std::string>, gpus, {},
@@ -89,7 +99,29 @@ ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
           "On SIGTERM: how long to stay up reporting NOT_SERVING before "
           "refusing new calls (lets load balancers move away)");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
-          "On SIGTERM: how long calls in flight may take to finish");
+          "On SIGTERM: how long calls in flight may take to finish (after "
+          "--drain_delay); the process exits at the latest 5s after that, "
+          "whatever is still running");
+// Transport bounds (issue 9 item 2): what a client can make the server hold
+// before a single call reaches a handler.
+ABSL_FLAG(int32_t, max_concurrent_streams, 256,
+          "Most calls open at once on one client connection (HTTP/2 "
+          "SETTINGS_MAX_CONCURRENT_STREAMS): gRPC clients queue the rest "
+          "themselves; a peer that opens more loses its connection");
+ABSL_FLAG(int64_t, memory_quota_bytes, int64_t{1} << 30,
+          "gRPC's resource quota: memory the transport may use for all "
+          "connections together (read buffers, incoming messages); under "
+          "pressure it shrinks windows and cancels the largest streams");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(30),
+          "A client connection is asked to go away (GOAWAY) after this long; "
+          "clients reconnect transparently");
+ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Minutes(30),
+          "... and is closed this long after that, with whatever calls it "
+          "still carries: the longest a call (or a request that never "
+          "finishes arriving) can hold a connection is the sum of the two");
+ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
+          "A new connection must finish its TLS and HTTP/2 handshake within "
+          "this long, else it is closed");
 
 namespace sampler::server {
 namespace {
@@ -113,8 +145,52 @@ class WithoutReflection : public grpc::ServerBuilderOption {
   }
 };
 
-int Run() {
-  // Security first: a wrong file stops the server before anything starts.
+ServerFlags FlagValues() {
+  ServerFlags f;
+  f.listen = absl::GetFlag(FLAGS_listen);
+  f.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  f.backend = absl::GetFlag(FLAGS_backend);
+  f.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
+  f.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
+  f.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
+  f.max_items_per_request = absl::GetFlag(FLAGS_max_items_per_request);
+  f.max_items_per_stream = absl::GetFlag(FLAGS_max_items_per_stream);
+  f.max_enumerate_pairs = absl::GetFlag(FLAGS_max_enumerate_pairs);
+  f.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  f.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  f.gpus = absl::GetFlag(FLAGS_gpus);
+  f.streams_per_gpu = absl::GetFlag(FLAGS_streams_per_gpu);
+  f.gpu_pool_limit_bytes = absl::GetFlag(FLAGS_gpu_pool_limit_bytes);
+  f.gpu_pool_release_threshold_bytes =
+      absl::GetFlag(FLAGS_gpu_pool_release_threshold_bytes);
+  f.drain_delay = absl::GetFlag(FLAGS_drain_delay);
+  f.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  f.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  f.memory_quota_bytes = absl::GetFlag(FLAGS_memory_quota_bytes);
+  f.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  f.max_connection_age_grace = absl::GetFlag(FLAGS_max_connection_age_grace);
+  f.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
+  return f;
+}
+
+int ToMillis(absl::Duration d) {
+  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(d),
+                                            std::numeric_limits<int>::max()));
+}
+
+int Run(ShutdownWatchdog& watchdog) {
+  // Every flag first: a value that cannot work stops the server before
+  // anything starts, naming the flag and the value.
+  const ServerFlags flag_values = FlagValues();
+  if (absl::Status checked = CheckServerFlags(flag_values); !checked.ok()) {
+    std::fprintf(stderr, "sampler-server: %s\n",
+                 std::string(checked.message()).c_str());
+    return 1;
+  }
+  for (const std::string& note : ServerFlagNotes(flag_values)) {
+    std::fprintf(stderr, "sampler-server: note: %s\n", note.c_str());
+  }
+  // Security next: a wrong file stops the server before anything starts.
   TlsFiles tls_files;
   tls_files.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   tls_files.key_file = absl::GetFlag(FLAGS_tls_key_file);
@@ -181,8 +257,11 @@ int Run() {
     absl::StatusOr<std::unique_ptr<Metrics>> created =
         Metrics::Create(metrics_listen);
     if (!created.ok()) {
-      std::fprintf(stderr, "sampler-server: metrics on %s: %s\n",
-                   metrics_listen.c_str(), created.status().ToString().c_str());
+      // Names the flag; "cannot serve metrics" stays in the message (tests
+      // retry on it when a picked port was taken meanwhile).
+      std::fprintf(stderr, "sampler-server: --metrics_listen=%s: %s\n",
+                   metrics_listen.c_str(),
+                   std::string(created.status().message()).c_str());
       return 1;
     }
     metrics = *std::move(created);
@@ -205,8 +284,7 @@ int Run() {
       absl::GetFlag(FLAGS_max_items_per_stream);
   options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.limits.max_enumerate_pairs = absl::GetFlag(FLAGS_max_enumerate_pairs);
-  options.batcher.max_batch_items =
-      std::max<int64_t>(1, absl::GetFlag(FLAGS_max_batch_items));
+  options.batcher.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
   options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
@@ -224,16 +302,48 @@ int Run() {
   if (!absl::GetFlag(FLAGS_reflection)) {
     builder.SetOption(std::make_unique<WithoutReflection>());
   }
+  const std::string listen = absl::GetFlag(FLAGS_listen);
   int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), security->credentials,
-                           &port);
+  builder.AddListeningPort(listen, security->credentials, &port);
+  // One server per port: gRPC sets SO_REUSEPORT on Linux by default, and a
+  // second server on a busy port then started without error and took a
+  // share of the connections (issue 9 item 3).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  // What one client can make the transport hold (issue 9 item 2): streams
+  // per connection, memory of all connections together, the lifetime of a
+  // connection (and so of a request that never finishes arriving), and the
+  // handshake of a new one.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             absl::GetFlag(FLAGS_max_concurrent_streams));
+  grpc::ResourceQuota quota("sampler-server");
+  quota.Resize(static_cast<size_t>(absl::GetFlag(FLAGS_memory_quota_bytes)));
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                             ToMillis(absl::GetFlag(FLAGS_max_connection_age)));
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+      ToMillis(absl::GetFlag(FLAGS_max_connection_age_grace)));
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             ToMillis(absl::GetFlag(FLAGS_handshake_timeout)));
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(std::make_unique<BadBodyInterceptorFactory>(
+      [m = metrics.get()](const std::string& /*method*/) {
+        m->Refused("bad_body");
+      }));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(service.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::fprintf(stderr, "sampler-server: cannot listen on %s\n",
-                 absl::GetFlag(FLAGS_listen).c_str());
+  const int wanted_port = ListenPort(listen);
+  if (server == nullptr || port == 0 ||
+      (wanted_port > 0 && port != wanted_port)) {
+    std::fprintf(stderr,
+                 "sampler-server: --listen=%s: cannot listen there (is the "
+                 "port in use, perhaps by another sampler-server?)\n",
+                 listen.c_str());
     return 1;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
@@ -251,17 +361,24 @@ int Run() {
   sigwait(&signals, &signal);
   std::fprintf(stderr, "sampler-server: %s: draining\n",
                signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  // From here the process exits within drain delay + grace + margin,
+  // whatever gRPC's shutdown, a running batch or a destructor does.
+  watchdog.Arm(absl::GetFlag(FLAGS_drain_delay) +
+               absl::GetFlag(FLAGS_shutdown_grace) + kShutdownMargin);
 
   health->SetServingStatus(false);
   health->SetServingStatus(kServiceName, false);
   absl::SleepFor(absl::GetFlag(FLAGS_drain_delay));
+  watchdog.SetPhase(ShutdownPhase::kFinishingCalls);
   // Refuses new calls and waits for the ones in flight (which keep being
   // batched and executed meanwhile), cancelling what is left at the deadline.
   server->Shutdown(std::chrono::system_clock::now() +
                    absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_shutdown_grace)));
+  watchdog.SetPhase(ShutdownPhase::kRunningQueued);
   service->Drain();
   server.reset();
   service.reset();
+  watchdog.SetPhase(ShutdownPhase::kReleasing);
   std::fprintf(stderr, "sampler-server: stopped\n");
   return 0;
 }
@@ -269,9 +386,40 @@ int Run() {
 }  // namespace
 }  // namespace sampler::server
 
+namespace {
+
+// --help lists the flags of this binary's own source files (Abseil's default
+// looks for a file named after the program, "sampler-server.cc", and found
+// none: "No flags matched"); file names are shown relative to the project,
+// without the build machine's paths.
+bool IsServerFlagFile(absl::string_view file) {
+  return absl::EndsWith(file, "server/main.cc");
+}
+
+std::string NormalizeFlagFile(absl::string_view file) {
+  const size_t at = file.rfind("server/");
+  if (at != absl::string_view::npos && absl::EndsWith(file, ".cc")) {
+    return std::string(file.substr(at));
+  }
+  return std::string(file);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "sampler-server: random sampling over gRPC on GPUs or CPUs");
+      "random sampling over gRPC on GPUs or CPUs.\n"
+      "Usage: sampler-server [--flag=value ...]; README.md describes every "
+      "flag");
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = IsServerFlagFile;
+  usage.contains_helpshort_flags = IsServerFlagFile;
+  usage.contains_helppackage_flags = IsServerFlagFile;
+  usage.normalize_filename = NormalizeFlagFile;
+  usage.version_string = [] {
+    return absl::StrCat("sampler-server ", sampler::server::kVersion, "\n");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait in Run receives them.
@@ -280,5 +428,11 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return sampler::server::Run();
+  // Never destroyed nor disarmed: once armed by a signal it also bounds the
+  // teardown after Run returns (static destructors, gRPC's shutdown), which
+  // is where the process stayed 9 to 20 s after "stopped". Reachable from
+  // a static, so no leak.
+  static sampler::server::ShutdownWatchdog* const watchdog =
+      new sampler::server::ShutdownWatchdog();
+  return sampler::server::Run(*watchdog);
 }

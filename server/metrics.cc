@@ -146,9 +146,25 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
     queue_depth_[k] = &queue_depth.Add(labels);
   }
   inflight_ = &inflight.Add({});
+
+  // Refusals before any handler (issue 9 items 2 and 9): a separate block.
+  refused_total_ = &BuildCounter()
+                        .Name("sampler_refused_total")
+                        .Help(
+                            "Calls refused before reaching a handler, by "
+                            "reason (bad_body: not a valid protobuf "
+                            "request message).")
+                        .Register(r);
+  for (const char* reason : {"bad_body"}) {
+    refused_total_->Add({{"reason", reason}});
+  }
 }
 
 Metrics::~Metrics() = default;
+
+void Metrics::Refused(std::string_view reason) {
+  refused_total_->Add({{"reason", std::string(reason)}}).Increment();
+}
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
     const std::string& listen) {

@@ -99,6 +99,11 @@ class Metrics {
   void SetPoolBytes(const std::string& device, const std::string& state,
                     int64_t bytes);
 
+  // A call refused before it reached a handler:
+  // sampler_refused_total{reason}. Reasons are a small fixed set
+  // ("bad_body"), so label sets stay small.
+  void Refused(std::string_view reason);
+
   // The registry in the text exposition format, as /metrics serves it.
   std::string Scrape() const;
   // The port the exposer listens on (the one picked for port 0), or -1 when
@@ -135,6 +140,9 @@ class Metrics {
   std::array<prometheus::Counter*, kNumKinds> items_total_{};
   std::array<prometheus::Gauge*, kNumKinds> queue_depth_{};
   prometheus::Gauge* inflight_ = nullptr;
+  // sampler_refused_total{reason}; Family::Add returns the existing counter
+  // for known labels and is thread-safe.
+  prometheus::Family<prometheus::Counter>* refused_total_ = nullptr;
 
   // Labels known only at run time (device names), created on first use.
   // Touched once per batch, not per request, so a mutex is cheap enough.

@@ -32,6 +32,11 @@
 #   SAMPLER_GPU_POOL_RELEASE_THRESHOLD_BYTES --gpu_pool_release_threshold_bytes
 #   SAMPLER_DRAIN_DELAY           --drain_delay
 #   SAMPLER_SHUTDOWN_GRACE        --shutdown_grace
+#   SAMPLER_MAX_CONCURRENT_STREAMS --max_concurrent_streams  per connection
+#   SAMPLER_MEMORY_QUOTA_BYTES    --memory_quota_bytes
+#   SAMPLER_MAX_CONNECTION_AGE    --max_connection_age
+#   SAMPLER_MAX_CONNECTION_AGE_GRACE --max_connection_age_grace
+#   SAMPLER_HANDSHAKE_TIMEOUT     --handshake_timeout
 #   SAMPLER_TLS_CERT_FILE         --tls_cert_file     PEM chain; with the key: TLS
 #   SAMPLER_TLS_KEY_FILE          --tls_key_file
 #   SAMPLER_TLS_CLIENT_CA_FILE    --tls_client_ca_file  mutual TLS
@@ -55,7 +60,8 @@ for name in LISTEN METRICS_LISTEN BACKEND MAX_BATCH_ITEMS MAX_BATCH_DELAY \
     MAX_ENUMERATE_PAIRS MAX_MESSAGE_BYTES WORKER_THREADS GPUS \
     STREAMS_PER_GPU GPU_POOL_LIMIT_BYTES GPU_POOL_RELEASE_THRESHOLD_BYTES \
     DRAIN_DELAY SHUTDOWN_GRACE TLS_CERT_FILE TLS_KEY_FILE TLS_CLIENT_CA_FILE \
-    AUTH_TOKEN_FILE REFLECTION; do
+    AUTH_TOKEN_FILE REFLECTION MAX_CONCURRENT_STREAMS MEMORY_QUOTA_BYTES \
+    MAX_CONNECTION_AGE MAX_CONNECTION_AGE_GRACE HANDSHAKE_TIMEOUT; do
   eval "set_=\${SAMPLER_$name+yes}"
   if [ "$set_" = yes ]; then
     eval "value=\$SAMPLER_$name"

@@ -8,7 +8,8 @@ validates and normalises a compose file without a Docker engine.
   "cpu") reserves none, runs the CPU backend and answers to the name
   "sampler"; both build the repository's Dockerfile and publish the gRPC and
   metrics ports; every SAMPLER_* variable is one that the entry point maps;
-  stop_grace_period covers --drain_delay plus --shutdown_grace;
+  stop_grace_period covers --drain_delay plus --shutdown_grace plus the
+  server's shutdown margin (server/shutdown_watchdog.h);
 - every bind-mounted file or folder exists; named volumes are declared;
   images are pinned (no "latest", no missing tag);
 - the pieces fit: Prometheus is started with the mounted config file, whose
@@ -29,7 +30,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from deploy_common import (CheckError, expect, import_yaml, log,  # noqa: E402
-                           main_wrapper, require_tool, run)
+                           main_wrapper, require_tool, run,
+                           shutdown_margin_seconds)
 
 DOCKER_COMPOSE = "/usr/bin/docker-compose"
 GRPC_PORT = 50051
@@ -117,10 +119,12 @@ def check_sampler(name, service, source_dir, variables):
     expect(env.get("SAMPLER_METRICS_LISTEN", f"0.0.0.0:{METRICS_PORT}")
            .endswith(f":{METRICS_PORT}"), f"{name}: SAMPLER_METRICS_LISTEN")
     grace = seconds(service.get("stop_grace_period", "10s"))
+    margin = shutdown_margin_seconds(source_dir)
     needed = (seconds(env.get("SAMPLER_DRAIN_DELAY", "0s")) +
-              seconds(env.get("SAMPLER_SHUTDOWN_GRACE", "30s")))
-    expect(grace > needed, f"{name}: stop_grace_period {grace}s does not "
-           f"cover drain delay + shutdown grace ({needed}s)")
+              seconds(env.get("SAMPLER_SHUTDOWN_GRACE", "30s")) + margin)
+    expect(grace >= needed, f"{name}: stop_grace_period {grace}s does not "
+           f"cover drain delay + shutdown grace + the server's {margin}s "
+           f"shutdown margin ({needed}s)")
     return env
 
 

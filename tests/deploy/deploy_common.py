@@ -36,6 +36,19 @@ def log(message):
     print(message, flush=True)
 
 
+def shutdown_margin_seconds(source_dir):
+    """The watchdog's margin after --drain_delay + --shutdown_grace
+    (kShutdownMargin in server/shutdown_watchdog.h): the server exits at the
+    latest that long after them, so the orchestrator's grace must cover all
+    three."""
+    path = os.path.join(source_dir, "server", "shutdown_watchdog.h")
+    with open(path) as f:
+        match = re.search(r"kShutdownMargin\s*=\s*absl::Seconds\((\d+)\)",
+                          f.read())
+    expect(match, f"{path}: no kShutdownMargin = absl::Seconds(N)")
+    return int(match.group(1))
+
+
 def free_port():
     """A TCP port that nothing listens on right now (the kernel's pick).
 

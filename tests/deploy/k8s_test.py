@@ -11,7 +11,7 @@ cluster or kubectl here).
   readiness, liveness and startup probes are gRPC probes on the gRPC port
   (readiness on sampler.v1.SamplerService); the pod runs as the image's
   non-root user; terminationGracePeriodSeconds covers --drain_delay plus
-  --shutdown_grace; every SAMPLER_* variable is one the entry point maps;
+  --shutdown_grace plus the server's shutdown margin; every SAMPLER_* variable is one the entry point maps;
   the pod template carries the prometheus.io scrape annotations for the
   metrics port;
 - the Service is headless (clusterIP: None, for dns:/// round-robin
@@ -29,7 +29,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from deploy_common import (CheckError, expect, import_yaml, log,  # noqa: E402
-                           main_wrapper)
+                           main_wrapper, shutdown_margin_seconds)
 
 GRPC_PORT = 50051
 METRICS_PORT = 9464
@@ -137,11 +137,18 @@ def main():
         log("probes: gRPC health on port 50051 (readiness on "
             "sampler.v1.SamplerService)")
 
+        # The server exits at the latest drain delay + shutdown grace + its
+        # watchdog's margin after SIGTERM; the kubelet's SIGKILL must not
+        # come first.
         grace = pod.get("terminationGracePeriodSeconds", 30)
+        margin = shutdown_margin_seconds(args.source_dir)
         needed = (seconds(env.get("SAMPLER_DRAIN_DELAY", "0s")) +
-                  seconds(env.get("SAMPLER_SHUTDOWN_GRACE", "30s")))
-        expect(grace > needed, f"terminationGracePeriodSeconds {grace} does "
-               f"not cover drain delay + shutdown grace ({needed}s)")
+                  seconds(env.get("SAMPLER_SHUTDOWN_GRACE", "30s")) + margin)
+        expect(grace >= needed, f"terminationGracePeriodSeconds {grace} does "
+               f"not cover drain delay + shutdown grace + the server's "
+               f"{margin}s shutdown margin ({needed}s)")
+        log(f"termination grace {grace}s >= drain delay + shutdown grace + "
+            f"{margin}s margin ({needed}s)")
 
         security = dict(pod.get("securityContext", {}))
         security.update(container.get("securityContext", {}))
