@@ -28,6 +28,10 @@ std::string BackendName(sampler::v1::Backend backend) {
 
 void PrintInfo(const GetServerInfoResponse& info) {
   std::cout << absl::StreamFormat("version:  %s\n", info.version());
+  // The randomness contract (docs/randomness.md): seeds replay to the same
+  // bits only on servers of the same contract version.
+  std::cout << absl::StreamFormat("contract: %d\n",
+                                  info.randomness_contract_version());
   std::cout << absl::StreamFormat("backend:  %s", BackendName(info.backend()));
   if (!info.backend_reason().empty()) {
     std::cout << " (" << info.backend_reason() << ")";

@@ -6,9 +6,11 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "sampler/kernels/contract.h"
 #include "server/grpc_status.h"
 
 namespace sampler::server {
@@ -33,6 +35,15 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Every response names the randomness contract version its bits follow
+// (docs/randomness.md), so that a client can pin it. Called by each serve
+// and refuse helper below (and GetServerInfo) before anything is sent:
+// initial metadata can only be added until it goes out.
+void AddContractVersion(grpc::CallbackServerContext* context) {
+  context->AddInitialMetadata("sampler-contract-version",
+                              std::to_string(kernels::kContractVersion));
+}
+
 // Unary calls: validate, bind the output into the response, queue, and
 // finish from whichever thread completes the job.
 template <typename JobT, typename Response, typename BindFn>
@@ -41,6 +52,7 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
                                      absl::StatusOr<std::shared_ptr<JobT>> job,
                                      Response* response, BindFn bind,
                                      Batcher<JobT>& batcher, Metrics* metrics) {
+  AddContractVersion(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const Clock::time_point start = Clock::now();
   metrics->AddInflight(1);
@@ -247,6 +259,7 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     absl::StatusOr<std::shared_ptr<JobT>> job, const char* chunk_field,
     int64_t client_max_per_chunk, const RequestLimits& limits, SliceFn slice,
     Batcher<JobT>& batcher, Metrics* metrics) {
+  AddContractVersion(context);
   if (job.ok()) {
     if (absl::Status s = ValidateChunkMax(chunk_field, client_max_per_chunk);
         !s.ok()) {
@@ -276,6 +289,7 @@ grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
                                       grpc::CallbackServerContext* context,
                                       const absl::Status& status,
                                       Metrics* metrics) {
+  AddContractVersion(context);
   metrics->RequestDone(rpc, CodeName(status), 0);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
@@ -284,7 +298,9 @@ grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
 
 template <typename ChunkResponse>
 grpc::ServerWriteReactor<ChunkResponse>* RefuseStream(
-    const char* rpc, const absl::Status& status, Metrics* metrics) {
+    grpc::CallbackServerContext* context, const char* rpc,
+    const absl::Status& status, Metrics* metrics) {
+  AddContractVersion(context);
   class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
    public:
     void OnDone() override { delete this; }
@@ -354,7 +370,7 @@ SamplerServiceImpl::SampleCategoricalStream(
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
     return RefuseStream<v1::SampleCategoricalStreamResponse>(
-        "SampleCategoricalStream", denied, metrics_);
+        context, "SampleCategoricalStream", denied, metrics_);
   }
   return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
       "SampleCategoricalStream", Kind::kCategorical, context,
@@ -384,8 +400,8 @@ SamplerServiceImpl::SampleGammaStream(
     const v1::SampleGammaStreamRequest* request) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseStream<v1::SampleGammaStreamResponse>("SampleGammaStream",
-                                                       denied, metrics_);
+    return RefuseStream<v1::SampleGammaStreamResponse>(
+        context, "SampleGammaStream", denied, metrics_);
   }
   return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
       "SampleGammaStream", Kind::kGamma, context,
@@ -429,8 +445,8 @@ SamplerServiceImpl::SampleBoardsStream(
     const v1::SampleBoardsStreamRequest* request) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseStream<v1::SampleBoardsStreamResponse>("SampleBoardsStream",
-                                                        denied, metrics_);
+    return RefuseStream<v1::SampleBoardsStreamResponse>(
+        context, "SampleBoardsStream", denied, metrics_);
   }
   return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
       "SampleBoardsStream", Kind::kBoards, context,
@@ -449,9 +465,11 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
       !denied.ok()) {
     return RefuseUnary("GetServerInfo", context, denied, metrics_);
   }
+  AddContractVersion(context);
   const Clock::time_point start = Clock::now();
   const BackendInfo info = backend_->Info();
   response->set_version(options_.version);
+  response->set_randomness_contract_version(kernels::kContractVersion);
   response->set_backend(info.name == "cuda" ? v1::BACKEND_CUDA
                                             : v1::BACKEND_CPU);
   response->set_backend_reason(info.reason);

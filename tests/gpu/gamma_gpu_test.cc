@@ -188,7 +188,7 @@ void AddRandomGammaRequest(std::mt19937_64& rng, int64_t count,
                    " first_item ", first_item, " count ", count);
   if (kind <= 1) {  // per-element, with (0) or without (1) scales
     std::vector<T> shape(count), scale;
-    for (T& a : shape) a = LogUniform<T>(rng, 1e-3, 1e3);
+    for (T& a : shape) a = LogUniform<T>(rng, 1e-6, 1e10);
     if (kind == 0) {
       scale.resize(count);
       for (T& b : scale) b = LogUniform<T>(rng, 1e-3, 1e3);
@@ -272,8 +272,9 @@ TYPED_TEST(GammaGpuTest, MixedBatchesMatchCpuBitForBit) {
   }
 }
 
-// Every shape decade from 1e-3 to 1e3 in one request each, log and linear,
-// large enough that the default grid's lanes hold several items.
+// Every shape decade from 1e-6 to 1e10 in one request each, log and linear,
+// large enough that the default grid's lanes hold several items (the large
+// shapes take the near branch and the series of the acceptance test).
 TYPED_TEST(GammaGpuTest, EveryShapeDecadeMatchesCpu) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;
@@ -282,7 +283,8 @@ TYPED_TEST(GammaGpuTest, EveryShapeDecadeMatchesCpu) {
   std::mt19937_64 rng(input_seed);
   GammaBatchBuilder<T> builder;
   std::vector<GammaRequest<T>> requests;
-  for (double shape : {1e-3, 1e-2, 0.1, 0.3, 0.999, 1.0, 2.5, 10.0, 1e2, 1e3}) {
+  for (double shape : {1e-6, 1e-3, 1e-2, 0.1, 0.3, 0.999, 1.0, 2.5, 10.0, 1e2,
+                       1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10}) {
     for (bool log_output : {false, true}) {
       const int64_t count = 60000;
       const T scale = LogUniform<T>(rng, 1e-3, 1e3);
@@ -345,11 +347,14 @@ void AddRandomDirichletRequest(std::mt19937_64& rng, int rows,
   std::vector<int64_t> offsets = {0};
   for (int r = 0; r < rows; ++r) {
     const int64_t k = kLengths[rng() % std::size(kLengths)];
-    // Per row: concentrations spread over 1e-3..100, or all alike.
+    // Per row: concentrations spread over 1e-3..100 (or, in one row of two,
+    // up to 1e10: the large-shape branch of the acceptance test), or all
+    // alike.
     const bool alike = rng() % 3 == 0;
-    const T same = LogUniform<T>(rng, 1e-3, 100);
+    const double hi = rng() % 2 == 0 ? 100 : 1e10;
+    const T same = LogUniform<T>(rng, 1e-3, hi);
     for (int64_t j = 0; j < k; ++j) {
-      alpha.push_back(alike ? same : LogUniform<T>(rng, 1e-3, 100));
+      alpha.push_back(alike ? same : LogUniform<T>(rng, 1e-3, hi));
     }
     offsets.push_back(static_cast<int64_t>(alpha.size()));
   }

@@ -50,6 +50,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "sampler/kernels/boards.h"
 #include "sampler/kernels/categorical.h"
+#include "sampler/kernels/contract.h"
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/enumerate.h"
 #include "sampler/kernels/gamma.h"
@@ -935,6 +936,69 @@ TEST_F(ServiceTest, GetServerInfoReportsTheFlags) {
   EXPECT_EQ(info.limits().max_board_sites(), kernels::kMaxBoardSites);
   EXPECT_GT(info.limits().max_batch_items(), 0);
   EXPECT_GT(info.limits().max_queued_items(), 0);
+}
+
+// The randomness contract version (docs/randomness.md) that a client pins:
+// in GetServerInfo and in the initial metadata of every response, answers,
+// refusals and streams alike. A refusal without a message may travel as a
+// trailers-only response, where gRPC hands the headers over as trailing
+// metadata: either place counts.
+std::string ContractHeader(const grpc::ClientContext& context) {
+  for (const auto* md : {&context.GetServerInitialMetadata(),
+                         &context.GetServerTrailingMetadata()}) {
+    auto it = md->find("sampler-contract-version");
+    if (it != md->end()) {
+      return std::string(it->second.data(), it->second.size());
+    }
+  }
+  return "(missing)";
+}
+
+TEST_F(ServiceTest, ContractVersionIsInServerInfoAndEveryResponse) {
+  const std::string version = std::to_string(kernels::kContractVersion);
+  EXPECT_GE(kernels::kContractVersion, 2);
+  {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::GetServerInfoResponse info;
+    ASSERT_TRUE(
+        stub_->GetServerInfo(&context, v1::GetServerInfoRequest(), &info).ok());
+    EXPECT_EQ(info.randomness_contract_version(), kernels::kContractVersion);
+    EXPECT_EQ(ContractHeader(context), version);
+  }
+  {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleGammaResponse response;
+    ASSERT_TRUE(
+        stub_->SampleGamma(&context, SmallGamma(3, 0), &response).ok());
+    EXPECT_EQ(ContractHeader(context), version) << "answer";
+  }
+  {
+    v1::SampleGammaRequest bad = SmallGamma(3, 0);
+    bad.clear_parameters();  // neither elements nor groups
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleGammaResponse response;
+    const grpc::Status status = stub_->SampleGamma(&context, bad, &response);
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT)
+        << Describe(status);
+    EXPECT_EQ(ContractHeader(context), version) << "refusal";
+  }
+  {
+    v1::SampleGammaStreamRequest request;
+    *request.mutable_request() = SmallGamma(3, 0);
+    grpc::ClientContext context;
+    SetDeadline(context);
+    std::unique_ptr<grpc::ClientReader<v1::SampleGammaStreamResponse>> reader =
+        stub_->SampleGammaStream(&context, request);
+    v1::SampleGammaStreamResponse chunk;
+    int chunks = 0;
+    while (reader->Read(&chunk)) ++chunks;
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_GT(chunks, 0);
+    EXPECT_EQ(ContractHeader(context), version) << "stream";
+  }
 }
 
 // A request without a seed gets one, echoed; sending it back reproduces the

@@ -295,6 +295,10 @@ struct PathCounts {
   int log_accept = 0;     // accepted by the log test
   int log_reject = 0;     // rejected by the log test
   int multi_attempt = 0;  // items needing more than one attempt
+  int near = 0;           // 1 + c z >= 3/4: t carried apart from 1
+  int far = 0;            // 1 + c z < 3/4: v = (1 + c z)^3 directly
+  int series = 0;         // log1p(t) - t by its series
+  int log1p = 0;          // log1p(t) - t from a logarithm
 };
 
 // docs/randomness.md "Gamma", written out independently of gamma_core.h:
@@ -309,7 +313,7 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
   auto block = [&](uint32_t draw) {
     const r123::Philox4x32::ctr_type ctr = {{draw, static_cast<uint32_t>(item),
                                              static_cast<uint32_t>(item >> 32),
-                                             0x47414d31u}};  // "GAM1"
+                                             0x47414d32u}};  // "GAM2"
     return philox(ctr, key);
   };
   auto open01 = [](uint64_t bits) -> T {  // (0, 1]
@@ -350,26 +354,57 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
       ub = open01(join(w[2], w[3]));
     }
     const T z = std::sqrt(T(-2) * detmath::Log(u1)) * detmath::Cos2Pi(u2);
-    T v = T(1) + c * z;
-    if (v <= T(0)) {
+    const T s = std::fma(c, z, T(1));
+    if (s <= T(0)) {
       ++paths->nonpositive_v;
       continue;
     }
-    v = v * v * v;
+    const T w = c * z;
     const T z2 = z * z;
+    T t, out, v = T(1);
+    if (w >= T(-0.25)) {
+      ++paths->near;
+      t = w * (T(3) + w * (T(3) + w));
+      out = std::fma(d, t, d);
+    } else {
+      ++paths->far;
+      v = (s * s) * s;
+      t = v - T(1);
+      out = d * v;
+    }
     bool accepted = false;
     if (ua < T(1) - T(0.0331) * (z2 * z2)) {
       ++paths->squeeze;
       accepted = true;
-    } else if (detmath::Log(ua) < z2 / T(2) + d - d * v + d * detmath::Log(v)) {
-      ++paths->log_accept;
-      accepted = true;
     } else {
-      ++paths->log_reject;
+      T e;
+      if (w < T(-0.25)) {
+        e = detmath::Log(v) - t;
+      } else if (t >= T(-0.5) && t <= T(1)) {
+        ++paths->series;
+        // log1p(t) - t = f (2 f^2 P(f^2) - t), f = t / (2 + t), P(s) =
+        // sum_k s^k / (2k + 3) to k = 6 (float) or 15 (double).
+        const T f = t / (T(2) + t);
+        const T f2 = f * f;
+        const int top = std::is_same_v<T, float> ? 6 : 15;
+        T p = T(1) / T(2 * top + 3);
+        for (int k = top - 1; k >= 0; --k) p = std::fma(p, f2, T(1) / T(2 * k + 3));
+        e = f * std::fma(T(2) * f2, p, -t);
+      } else {
+        ++paths->log1p;
+        const T u = T(1) + t;
+        e = (detmath::Log(u) + (t - (u - T(1))) / u) - t;
+      }
+      if (detmath::Log(ua) < std::fma(d, e, z2 / T(2))) {
+        ++paths->log_accept;
+        accepted = true;
+      } else {
+        ++paths->log_reject;
+      }
     }
     if (!accepted) continue;
     if (a > 0) ++paths->multi_attempt;
-    const T dv = d * v;
+    const T dv = out;
     T y = detmath::Log(dv);
     if (shape < T(1)) y = y + detmath::Log(ub) / shape;
     if (log_output) return y + detmath::Log(scale);
@@ -384,7 +419,7 @@ TYPED_TEST(GammaTest, MatchesTheWrittenContractBitForBit) {
   const uint64_t first = (7ull << 32) + 11;  // both item words in play
   const uint64_t seed = 0x9e3779b97f4a7c15ull;
   PathCounts paths;
-  for (T shape : {T(0.05), T(0.3), T(1), T(30)}) {
+  for (T shape : {T(0.05), T(0.3), T(1), T(30), T(1e6), T(1e10)}) {
     const T scale = T(2.5);
     for (bool log_output : {false, true}) {
       const std::vector<T> out =
@@ -400,10 +435,13 @@ TYPED_TEST(GammaTest, MatchesTheWrittenContractBitForBit) {
   }
   std::printf(
       "paths: v<=0 %d, squeeze %d, log accept %d, log reject %d, "
-      "multi-attempt items %d\n",
+      "multi-attempt items %d, near %d, far %d, series %d, log1p %d\n",
       paths.nonpositive_v, paths.squeeze, paths.log_accept, paths.log_reject,
-      paths.multi_attempt);
+      paths.multi_attempt, paths.near, paths.far, paths.series, paths.log1p);
   EXPECT_GT(paths.nonpositive_v, 0);
+  EXPECT_GT(paths.far, 0);
+  EXPECT_GT(paths.series, 0);
+  EXPECT_GT(paths.log1p, 0);
   EXPECT_GT(paths.log_accept, 0);
   EXPECT_GT(paths.log_reject, 0);
   EXPECT_GT(paths.multi_attempt, 0);

@@ -121,6 +121,12 @@ std::map<std::string, std::string> ComputeAll() {
                                  false, 42, 0);
   c["gamma_f64_log_tiny"] =
       Gamma<double>({0.001, 0.001, 0.01, 0.5}, 2.0, true, big, 123);
+  // Large shapes (contract version 2: the acceptance test without
+  // cancellation, outputs d + d t).
+  c["gamma_f32_large"] =
+      Gamma<float>({3e5f, 1e6f, 1e8f, 1e10f, 1e10f}, 1.0f, false, 11, 0);
+  c["gamma_f64_large"] =
+      Gamma<double>({3e5, 1e6, 1e8, 1e10, 1e10}, 1.0, false, big, 77);
   c["dirichlet_f32"] =
       Dirichlet<float>({0.5f, 1.0f, 2.0f, 1e-3f, 1e-3f, 1e-3f}, {0, 3, 6},
                        false, 42);

@@ -33,8 +33,10 @@ TEST(PhiloxTest, KnownAnswers) {
 }
 
 TEST(PhiloxTest, KindTagsAreStable) {
-  EXPECT_EQ(static_cast<uint32_t>(KindTag::kGamma), 0x47414d31u);
-  EXPECT_EQ(static_cast<uint32_t>(KindTag::kDirichlet), 0x44495231u);
+  // Contract version 2: gamma and Dirichlet moved from "GAM1" / "DIR1"
+  // (0x47414d31 / 0x44495231, retired, never reused) to new tags.
+  EXPECT_EQ(static_cast<uint32_t>(KindTag::kGamma), 0x47414d32u);
+  EXPECT_EQ(static_cast<uint32_t>(KindTag::kDirichlet), 0x44495232u);
   EXPECT_EQ(static_cast<uint32_t>(KindTag::kCategorical), 0x43415431u);
   EXPECT_EQ(static_cast<uint32_t>(KindTag::kBoards), 0x42524431u);
 }

@@ -121,51 +121,89 @@ SAMPLER_HD PhiloxBlock AttemptBlock(uint64_t seed, KindTag tag, uint64_t item,
 #endif
 }
 
+// log1p(t) - t for t > -1, to a few ulps relative, from IEEE operations and
+// fma only (no vendor log1p: host and device must agree bit for bit).
+// For t in [-1/2, 1]: with f = t / (2 + t), log1p(t) = 2 atanh(f) and
+// 2 f - t = -t f, so log1p(t) - t = f (2 f^2 P(f^2) - t) with
+// P(s) = 1/3 + s/5 + s^2/7 + ... (|f| <= 1/3: the terms kept leave a
+// relative error below 2^-27 (float) and 2^-56 (double)); the two terms
+// never cancel by more than 8%. Elsewhere log1p(t) = log(1 + t) plus the
+// rounding error of 1 + t divided by 1 + t (exact: 1 + t is exact for
+// t <= -1/2, and for t > 1 the error t - ((1 + t) - 1) is exact), and
+// log1p(t) - t loses at most 2 bits to cancellation.
+SAMPLER_HD float Log1pMinusId(float t) {
+  if (t >= -0.5f && t <= 1.0f) {
+    const float f = Div(t, 2.0f + t);
+    const float s = f * f;
+    float p = 1.0f / 15.0f;
+    p = detmath::Fma(p, s, 1.0f / 13.0f);
+    p = detmath::Fma(p, s, 1.0f / 11.0f);
+    p = detmath::Fma(p, s, 1.0f / 9.0f);
+    p = detmath::Fma(p, s, 1.0f / 7.0f);
+    p = detmath::Fma(p, s, 1.0f / 5.0f);
+    p = detmath::Fma(p, s, 1.0f / 3.0f);
+    return f * detmath::Fma(2.0f * s, p, -t);
+  }
+  const float u = 1.0f + t;
+  const float corr = Div(t - (u - 1.0f), u);
+  return (detmath::Log(u) + corr) - t;
+}
+SAMPLER_HD double Log1pMinusId(double t) {
+  if (t >= -0.5 && t <= 1.0) {
+    const double f = Div(t, 2.0 + t);
+    const double s = f * f;
+    double p = 1.0 / 33.0;
+    p = detmath::Fma(p, s, 1.0 / 31.0);
+    p = detmath::Fma(p, s, 1.0 / 29.0);
+    p = detmath::Fma(p, s, 1.0 / 27.0);
+    p = detmath::Fma(p, s, 1.0 / 25.0);
+    p = detmath::Fma(p, s, 1.0 / 23.0);
+    p = detmath::Fma(p, s, 1.0 / 21.0);
+    p = detmath::Fma(p, s, 1.0 / 19.0);
+    p = detmath::Fma(p, s, 1.0 / 17.0);
+    p = detmath::Fma(p, s, 1.0 / 15.0);
+    p = detmath::Fma(p, s, 1.0 / 13.0);
+    p = detmath::Fma(p, s, 1.0 / 11.0);
+    p = detmath::Fma(p, s, 1.0 / 9.0);
+    p = detmath::Fma(p, s, 1.0 / 7.0);
+    p = detmath::Fma(p, s, 1.0 / 5.0);
+    p = detmath::Fma(p, s, 1.0 / 3.0);
+    return f * detmath::Fma(2.0 * s, p, -t);
+  }
+  const double u = 1.0 + t;
+  const double corr = Div(t - (u - 1.0), u);
+  return (detmath::Log(u) + corr) - t;
+}
+
 #if defined(__CUDA_ARCH__)
-// The logarithmic test `log(ua) < s3 + d * log(v)` (s3 = (z2/2 + d) - d v)
-// decided from the hardware's fast logarithm where that is safe, so that the
-// deterministic logarithms (about 90 instructions, run by a whole warp as
-// soon as one lane needs them) are only computed near the boundary. Returns
+// The logarithmic test `log(ua) < h` decided from the hardware's fast
+// logarithm where that is safe, so that the deterministic logarithm (about
+// 40 instructions, run by a whole warp as soon as one lane needs it) is
+// only computed near the boundary. h is the exact path's own value. Returns
 // +1 (accept), -1 (reject) or 0 (too close to call: compute exactly). The
 // outcome is the exact test's, so no bit of the output depends on it.
 //
-// Why it is exact. Let L = detmath::Log(ua) and R = s3 + d * detmath::Log(v)
-// be what the exact test compares, and L', R' their fast versions (same s3,
-// __logf for the logarithms). detmath::Log is within a few ulps of the true
-// logarithm; __logf within 2^-21.41 absolute on [0.5, 2] and 3 ulps
-// elsewhere (CUDA programming guide, for normal arguments: ua >= 2^-53 and
-// v > 2^-100 here). So |L - L'| <= 2^-20 (1 + |L'|) and |R - R'| <= 2^-20
-// d + 2^-20 |d log v| + a few ulps of |s3| and |d log v|. With S = 1 + |L'|
-// + s2 + |p1| + |d log'(v)| (s2 = z2/2 + d >= d, |s3| <= s2 + |p1|), the
-// total error, the rounding of the fast arithmetic itself and, in double,
-// of ua, v and s3 to float included, stays below 2^-18 S. The margin is
-// 2^-12 S, 64 times that: if L' - R' < -margin then L - R < 0, and if
-// L' - R' > margin then L - R > 0.
-// Infinite or NaN terms (shapes near the float limit) make the margin
-// infinite or the comparisons false: undecided, so exact.
-__device__ __forceinline__ int FastLogTest(float ua, float v, float d, float s2,
-                                           float p1, float s3) {
+// Why it is exact. Let L = detmath::Log(ua) and L' = __logf(ua). detmath's
+// logarithm is within 2 ulps of the true one; __logf within 2^-21.41
+// absolute on [0.5, 2] and 3 ulps elsewhere (CUDA programming guide, for
+// normal arguments: ua >= 2^-53 here); in double, rounding ua to float moves
+// its logarithm by at most 2^-24. So |L - L'| < 2^-19 (1 + |L'|), and the
+// margin 2^-14 (1 + |L'|) is 32 times that: if L' - h < -margin then
+// L < h, and if L' - h > margin then L > h. The gap is formed in T, whose
+// rounding is far inside the margin. A NaN h makes both comparisons false:
+// undecided, so exact.
+__device__ __forceinline__ int FastLogTest(float ua, float h) {
   const float lhs = __logf(ua);
-  const float dlv = d * __logf(v);
-  const float gap = lhs - (s3 + dlv);
-  const float margin =
-      0x1p-12f * (1.0f + fabsf(lhs) + fabsf(s2) + fabsf(p1) + fabsf(dlv));
+  const float gap = lhs - h;
+  const float margin = 0x1p-14f * (1.0f + fabsf(lhs));
   if (gap < -margin) return 1;
   if (gap > margin) return -1;
   return 0;
 }
-__device__ __forceinline__ int FastLogTest(double ua, double v, double d,
-                                           double s2, double p1, double s3) {
-  // Float logarithms of the values rounded to float: the rounding (relative
-  // 2^-24) moves a logarithm by at most 2^-24, inside the margin. Tiny v
-  // would underflow in float: exact path.
-  if (!(v > 1e-30)) return 0;
-  const float lhs = __logf(static_cast<float>(ua));
-  const float dlv = static_cast<float>(d) * __logf(static_cast<float>(v));
-  const float gap = lhs - (static_cast<float>(s3) + dlv);
-  const float margin =
-      0x1p-12f * (1.0f + fabsf(lhs) + fabsf(static_cast<float>(s2)) +
-                  fabsf(static_cast<float>(p1)) + fabsf(dlv));
+__device__ __forceinline__ int FastLogTest(double ua, double h) {
+  const double lhs = static_cast<double>(__logf(static_cast<float>(ua)));
+  const double gap = lhs - h;
+  const double margin = 0x1p-14 * (1.0 + fabs(lhs));
   if (gap < -margin) return 1;
   if (gap > margin) return -1;
   return 0;
@@ -238,59 +276,100 @@ SAMPLER_HD GammaUniforms<T> GammaAttemptUniforms(KindTag tag, uint64_t seed,
   return u;
 }
 
-// One Marsaglia-Tsang attempt. On acceptance returns true and sets *dv to the
-// unscaled variate d * v^3 (rounded once, as the contract's "d * v").
+// How an attempt was decided: by the squeeze, by the fast logarithm (GPU
+// only) or by the exact logarithm.
+enum class GammaTestPath { kSqueeze, kFastLog, kExactLog };
+
+// The test of one attempt from its normal variate z and its accept/reject
+// uniform ua (GammaTryAttempt below draws them). Separate so that tests can
+// check the acceptance arithmetic directly on a grid of (z, ua)
+// (tests/stat/gamma_exact_test.cc compares it with the exact condition in
+// quadruple precision).
 //
-// Evaluation order (every operation rounded in T, no fused multiply-adds):
-//   z  = sqrt(-2 * log(u1)) * cos2pi(u2)
-//   v  = 1 + c * z;  reject if v <= 0;  v = (v * v) * v
-//   z2 = z * z
-//   accept if ua < 1 - 0.0331 * (z2 * z2)
-//   or     if log(ua) < ((z2 / 2 + d) - d * v) + d * log(v)
+// Marsaglia-Tsang accepts v = (1 + c z)^3 when
+//   log ua < z^2/2 + d - d v + d log v.
+// Written so, the sum z^2/2 + d rounds at the scale of d: once d is large
+// the z^2/2 term is lost (a variance bias of -0.44% at shape 1e6 and -17% at
+// 1e8 in float32). With t = v - 1 the same condition is
+//   log ua < h = z^2/2 + d (log1p(t) - t),
+// where d (log1p(t) - t) is about -z^2/2 and h is small: every term stays at
+// the scale of z^2/2, so h is known within a few eps (1 + z^2) at every
+// shape, in float32 as in float64. t and the output d v = d + d t are kept
+// separate from 1 for the same reason: 1 + c z rounded to T would put the
+// outputs of a large shape on a grid 3 to 6 times coarser than T's own.
+//
+// Evaluation order (contract version 2; IEEE operations and fma only):
+//   s = fma(c, z, 1)  (1 + c z rounded once);  reject if s <= 0
+//   w = c * z;  z2 = z * z
+//   near (w >= -1/4):  t = w * (3 + w * (3 + w));  out = fma(d, t, d)
+//                      e = Log1pMinusId(t)
+//   far  (w < -1/4):   v = (s * s) * s;  t = v - 1;  out = d * v
+//                      e = log(v) - t
+//   accept if ua < 1 - 0.0331 * (z2 * z2)     (the squeeze: no logarithm)
+//   or     if log(ua) < fma(d, e, z2 * 0.5)
+// The far branch keeps v = s^3 because there 1 + c z is small and s (one
+// rounding) carries it to full relative precision, where t would not.
 // z2 / 2 is computed as z2 * 0.5: both are the correctly rounded value of
 // the same real number, so the bits are those of the division for every z2
 // (subnormal, infinite and NaN too), and on the device a multiplication is
 // one instruction where a division is about ten.
 //
-// On the device the logarithmic test is first decided from fast logarithms
-// where that is provably the exact test's outcome (FastLogTest above).
+// On the device log(ua) is first compared through the hardware's fast
+// logarithm where that provably gives the exact test's outcome
+// (FastLogTest above); h itself is always computed exactly.
 //
 // `path`, when given, is set to how the attempt was decided (the GPU
 // kernel's instrumented variant counts it).
-enum class GammaTestPath { kSqueeze, kFastLog, kExactLog };
-
 template <typename T>
-SAMPLER_HD bool GammaTryAttempt(const GammaShape<T>& g,
-                                const GammaUniforms<T>& u, T* dv,
-                                GammaTestPath* path = nullptr) {
-  using gamma_internal::Sqrt;
+SAMPLER_HD bool GammaTryZ(const GammaShape<T>& g, T z, T ua, T* dv,
+                          GammaTestPath* path = nullptr) {
   if (path != nullptr) *path = GammaTestPath::kSqueeze;
-  const T z = Sqrt(T(-2) * detmath::Log(u.u1)) * detmath::Cos2Pi(u.u2);
-  T v = T(1) + g.c * z;
-  if (v <= T(0)) return false;
-  v = v * v * v;
+  const T s = detmath::Fma(g.c, z, T(1));
+  if (s <= T(0)) return false;
+  const T w = g.c * z;
   const T z2 = z * z;
+  const bool near = w >= T(-0.25);
+  T t, out, v = T(1);
+  if (near) {
+    t = w * (T(3) + w * (T(3) + w));
+    out = detmath::Fma(g.d, t, g.d);
+  } else {
+    v = (s * s) * s;
+    t = v - T(1);
+    out = g.d * v;
+  }
   // The squeeze settles most attempts without a logarithm (92% over the
   // shapes of gamma_test, more for large shapes).
-  bool accept = u.ua < T(1) - T(0.0331) * (z2 * z2);
+  bool accept = ua < T(1) - T(0.0331) * (z2 * z2);
   if (!accept) {
-    const T s2 = z2 * T(0.5) + g.d;
-    const T p1 = g.d * v;
-    const T s3 = s2 - p1;
+    const T e = near ? gamma_internal::Log1pMinusId(t) : detmath::Log(v) - t;
+    const T h = detmath::Fma(g.d, e, z2 * T(0.5));
     int decided = 0;
 #if defined(__CUDA_ARCH__)
-    decided = gamma_internal::FastLogTest(u.ua, v, g.d, s2, p1, s3);
+    decided = gamma_internal::FastLogTest(ua, h);
 #endif
     if (decided != 0) {
       if (path != nullptr) *path = GammaTestPath::kFastLog;
       accept = decided > 0;
     } else {
       if (path != nullptr) *path = GammaTestPath::kExactLog;
-      accept = detmath::Log(u.ua) < s3 + g.d * detmath::Log(v);
+      accept = detmath::Log(ua) < h;
     }
   }
-  if (accept) *dv = g.d * v;
+  if (accept) *dv = out;
   return accept;
+}
+
+// One Marsaglia-Tsang attempt: z = sqrt(-2 * log(u1)) * cos2pi(u2), then
+// GammaTryZ. On acceptance returns true and sets *dv to the unscaled
+// variate d v (v = (1 + c z)^3).
+template <typename T>
+SAMPLER_HD bool GammaTryAttempt(const GammaShape<T>& g,
+                                const GammaUniforms<T>& u, T* dv,
+                                GammaTestPath* path = nullptr) {
+  using gamma_internal::Sqrt;
+  const T z = Sqrt(T(-2) * detmath::Log(u.u1)) * detmath::Cos2Pi(u.u2);
+  return GammaTryZ(g, z, u.ua, dv, path);
 }
 
 // The accepted attempt of an item: what the outputs are made from.

@@ -15,9 +15,12 @@ namespace sampler::kernels {
 // Kind tags: the fourth counter word. They keep the streams of the request
 // kinds independent even when a client reuses one seed for several kinds.
 // Values are part of the wire contract (golden tests pin them): never renumber.
+// A kind whose bits change takes a new tag (docs/randomness.md lists the
+// retired ones: gamma "GAM1" 0x47414d31 and Dirichlet "DIR1" 0x44495231 were
+// contract version 1's).
 enum class KindTag : uint32_t {
-  kGamma = 0x47414d31,        // "GAM1"
-  kDirichlet = 0x44495231,    // "DIR1"
+  kGamma = 0x47414d32,        // "GAM2", contract version 2
+  kDirichlet = 0x44495232,    // "DIR2", contract version 2
   kCategorical = 0x43415431,  // "CAT1": retired (float prefix sums)
   kBoards = 0x42524431,       // "BRD1"
   // "CAT2": categorical with exact integer weights and 64-bit uniforms.
