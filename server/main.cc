@@ -90,6 +90,9 @@ ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
           "refusing new calls (lets load balancers move away)");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
           "On SIGTERM: how long calls in flight may take to finish");
+ABSL_FLAG(absl::Duration, stream_stall_timeout, absl::Seconds(30),
+          "Cancel a stream whose client has read nothing for this long "
+          "(its write made no progress); 0 = never");
 
 namespace sampler::server {
 namespace {
@@ -211,6 +214,14 @@ int Run() {
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
   options.auth = auth;
+  options.stream_stall_timeout = absl::GetFlag(FLAGS_stream_stall_timeout);
+  if (options.stream_stall_timeout < absl::ZeroDuration()) {
+    std::fprintf(stderr,
+                 "sampler-server: --stream_stall_timeout=%s: must be >= 0 "
+                 "(0 turns it off)\n",
+                 absl::FormatDuration(options.stream_stall_timeout).c_str());
+    return 1;
+  }
   auto service = std::make_unique<SamplerServiceImpl>(options, backend->get(),
                                                       metrics.get());
 

@@ -99,6 +99,11 @@ class Metrics {
   void SetPoolBytes(const std::string& device, const std::string& state,
                     int64_t bytes);
 
+  // Stream protection (issue 9 item 2): a stream cancelled because its
+  // client read nothing for --stream_stall_timeout:
+  // sampler_streams_stalled_total{method}.
+  void StreamStalled(std::string_view rpc);
+
   // The registry in the text exposition format, as /metrics serves it.
   std::string Scrape() const;
   // The port the exposer listens on (the one picked for port 0), or -1 when
@@ -135,6 +140,8 @@ class Metrics {
   std::array<prometheus::Counter*, kNumKinds> items_total_{};
   std::array<prometheus::Gauge*, kNumKinds> queue_depth_{};
   prometheus::Gauge* inflight_ = nullptr;
+  // sampler_streams_stalled_total by rpc (only the streamed ones are used).
+  std::array<prometheus::Counter*, kNumRpcs + 1> streams_stalled_{};
 
   // Labels known only at run time (device names), created on first use.
   // Touched once per batch, not per request, so a mutex is cheap enough.
