@@ -152,8 +152,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   auto& streams_stalled =
       BuildCounter()
           .Name("sampler_streams_stalled_total")
-          .Help("Streams cancelled because their client read nothing for "
-                "--stream_stall_timeout.")
+          .Help(
+              "Streams cancelled because their client read nothing for "
+              "--stream_stall_timeout.")
           .Register(r);
   for (int i = 0; i < kNumRpcs; ++i) {
     if (kRpcNames[i].size() > 6 &&

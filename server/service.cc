@@ -74,11 +74,12 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
 // piece is cut into messages of the client's size as it is written. At most
 // kWindow pieces are queued, computing or waiting to be written at a time,
 // so the bytes a stream holds are bounded whatever the request's size and
-// however slowly its client reads: kWindow pieces (each at most
-// min(target_chunk_bytes, max_message_bytes / 2) as estimated: 8 MiB with
-// the defaults) plus the one message being written when it is cut from a
-// piece (at most one piece more), plus gRPC's serialized copy of that
-// message. Messages are written in order, one at a time. Finish is called
+// however slowly its client reads: kWindow pieces, each at most
+// min(target_chunk_bytes, max_message_bytes / 2) as estimated (4 MiB with
+// the defaults, so 8 MiB), plus the message being written when it is cut
+// from a piece (at most one piece more), plus gRPC's serialized copy of the
+// message being written (measured: about 5-13 MiB per unread stream of
+// 4 MiB pieces). Messages are written in order, one at a time. Finish is called
 // only once no piece job is outstanding, so no job outlives the reactor. A
 // client that stops reading is cancelled by the StallWatch after
 // --stream_stall_timeout without write progress.
@@ -106,8 +107,8 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
         whole_(std::move(whole)),
         total_(units),
         piece_units_(std::max<int64_t>(1, plan.piece)),
-        message_units_(
-            std::clamp<int64_t>(plan.message, 1, std::max<int64_t>(1, plan.piece))),
+        message_units_(std::clamp<int64_t>(plan.message, 1,
+                                           std::max<int64_t>(1, plan.piece))),
         pieces_((total_ + piece_units_ - 1) / piece_units_),
         slice_(std::move(slice)),
         cut_(cut),
@@ -160,12 +161,13 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
       std::lock_guard<std::mutex> lock(mu_);
       if (finished_ || stalled_) return;
       stalled_ = true;
-      failure_ = absl::CancelledError(absl::StrCat(
-          "stream stalled: the client read nothing for ",
-          absl::FormatDuration(stalled_for),
-          " (--stream_stall_timeout); cancelled by the server"));
+      const absl::Status stalled = absl::CancelledError(
+          absl::StrCat("stream stalled: the client read nothing for ",
+                       absl::FormatDuration(stalled_for),
+                       " (--stream_stall_timeout); cancelled by the server"));
       std::fprintf(stderr, "sampler-server: %s: %s\n", rpc_,
-                   std::string(failure_.message()).c_str());
+                   std::string(stalled.message()).c_str());
+      if (failure_.ok()) failure_ = stalled;
     }
     metrics_->StreamStalled(rpc_);
     cancelled_ = true;
@@ -334,9 +336,9 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
   std::map<int64_t, std::unique_ptr<ChunkResponse>> pending_;  // queued
   std::map<int64_t, std::unique_ptr<ChunkResponse>> ready_;    // computed
   std::unique_ptr<ChunkResponse> message_;  // the cut message being written
-  int64_t next_submit_ = 0;  // next piece to queue
-  int64_t next_piece_ = 0;   // piece being written
-  int64_t next_offset_ = 0;  // its units already written
+  int64_t next_submit_ = 0;                 // next piece to queue
+  int64_t next_piece_ = 0;                  // piece being written
+  int64_t next_offset_ = 0;                 // its units already written
   int64_t writing_units_ = 0;
   int64_t outstanding_ = 0;
   bool writing_ = false;
@@ -350,8 +352,7 @@ template <typename JobT, typename ChunkResponse, typename SliceFn>
 grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     const char* rpc, Kind kind, grpc::CallbackServerContext* context,
     absl::StatusOr<std::shared_ptr<JobT>> job, const char* chunk_field,
-    int64_t client_max_per_chunk, const ServiceOptions& options,
-    SliceFn slice,
+    int64_t client_max_per_chunk, const ServiceOptions& options, SliceFn slice,
     typename StreamReactor<JobT, ChunkResponse>::CutFn cut,
     Batcher<JobT>& batcher, Metrics* metrics, StallWatch* watch) {
   if (job.ok()) {
@@ -376,9 +377,9 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
   const StreamPlan plan = PlanStream(
       kind, **job, client_max_per_chunk, options.limits,
       options.max_queued_items / StreamReactor<JobT, ChunkResponse>::kWindow);
-  return new StreamReactor<JobT, ChunkResponse>(
-      rpc, context, *std::move(job), units, plan, std::move(slice), cut,
-      &batcher, metrics, watch);
+  return new StreamReactor<JobT, ChunkResponse>(rpc, context, *std::move(job),
+                                                units, plan, std::move(slice),
+                                                cut, &batcher, metrics, watch);
 }
 
 // Calls refused by Authenticate (server/auth.h), before their request is

@@ -13,7 +13,9 @@ int64_t NowNs() {
 }
 
 StallWatch::StallWatch(absl::Duration timeout) : timeout_(timeout) {
-  if (timeout_ > absl::ZeroDuration()) thread_ = std::thread([this] { Loop(); });
+  if (timeout_ > absl::ZeroDuration()) {
+    thread_ = std::thread([this] { Loop(); });
+  }
 }
 
 StallWatch::~StallWatch() {
@@ -39,8 +41,8 @@ void StallWatch::Remove(Stream* stream) {
 
 void StallWatch::Loop() {
   // A stall is seen between timeout and timeout + period after it began.
-  const absl::Duration period = std::clamp(timeout_ / 4, absl::Milliseconds(5),
-                                           absl::Seconds(1));
+  const absl::Duration period =
+      std::clamp(timeout_ / 4, absl::Milliseconds(5), absl::Seconds(1));
   const int64_t timeout_ns = absl::ToInt64Nanoseconds(timeout_);
   std::unique_lock<std::recursive_mutex> lock(mu_);
   while (!stop_) {

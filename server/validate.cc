@@ -1043,8 +1043,8 @@ StreamPlan PlanStream(Kind kind, const Job& whole, int64_t client_max_per_chunk,
     plan.piece = std::max<int64_t>(
         std::min(plan.piece, max_piece_items / UnitItems(kind, whole)), 1);
   }
-  plan.message = std::min(
-      ChunkSize(kind, whole, client_max_per_chunk, limits), plan.piece);
+  plan.message = std::min(ChunkSize(kind, whole, client_max_per_chunk, limits),
+                          plan.piece);
   // Whole messages per piece, and whole warps where that still leaves one
   // (categorical rows run on lane (first_row + r) mod 32). message <= piece
   // <= 2^31, so the lcm cannot overflow.

@@ -346,9 +346,9 @@ void FuzzStream(const uint8_t* data, size_t size) {
                         std::min(plan.message, piece_units - off), &message),
                  "cut at ", off, " of a piece of ", piece_units);
       FUZZ_CHECK(next < messages.size(), "more messages than chunks");
-      FUZZ_CHECK(message.SerializeAsString() ==
-                     messages[next]->SerializeAsString(),
-                 "message ", next, " differs from its chunk");
+      FUZZ_CHECK(
+          message.SerializeAsString() == messages[next]->SerializeAsString(),
+          "message ", next, " differs from its chunk");
       ++next;
     }
     typename S::Chunk scratch_message;

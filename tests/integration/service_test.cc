@@ -940,11 +940,10 @@ TEST_F(ServiceTest, AOneSamplePerMessageStreamIsComputedInDeviceSizedPieces) {
   }
   const std::vector<double> expected = Values<double>(unary.samples());
   ASSERT_EQ(expected.size(), static_cast<size_t>(kSamples));
-  EXPECT_TRUE(SameBits(expected, GammaGroupsCpu<double>(
-                                     {{0.3, 1.0, 7000},
-                                      {2.5, 3.0, 6000},
-                                      {40.0, 0.5, 7000}},
-                                     20261121)));
+  EXPECT_TRUE(SameBits(
+      expected,
+      GammaGroupsCpu<double>(
+          {{0.3, 1.0, 7000}, {2.5, 3.0, 6000}, {40.0, 0.5, 7000}}, 20261121)));
 
   const MetricsText before = Scrape(*server_);
   v1::SampleGammaStreamRequest request;

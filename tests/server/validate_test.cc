@@ -1012,9 +1012,9 @@ TEST(ValidateStream, PlanComputesDeviceSizedPiecesOfWholeMessages) {
   EXPECT_EQ(plan.piece, 1);
   EXPECT_EQ(plan.message, 1);
   // A small request: one piece of whole messages and a remainder.
-  auto small = ParseGamma(Text<v1::SampleGammaRequest>(
-                              "groups { groups { shape: 1 count: 100 } }"),
-                          limits, kSeeds, true);
+  auto small = ParseGamma(
+      Text<v1::SampleGammaRequest>("groups { groups { shape: 1 count: 100 } }"),
+      limits, kSeeds, true);
   ASSERT_TRUE(small.ok());
   plan = PlanStream(Kind::kGamma, **small, 7, limits, 0);
   EXPECT_EQ(plan.piece, 98);
@@ -1044,8 +1044,8 @@ TEST(ValidateStream, MessagesCutFromAPieceEqualChunksOfTheirRange) {
     auto job = SliceGamma(**whole, 10, 80, &piece);
     ASSERT_NE(job, nullptr);
     RunGamma(*job);
-    for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 80},
-                                {0, 7}, {35, 7}, {77, 3}}) {
+    for (auto [first, count] :
+         {std::pair<int64_t, int64_t>{0, 80}, {0, 7}, {35, 7}, {77, 3}}) {
       v1::SampleGammaStreamResponse cut, direct;
       ASSERT_TRUE(CutGammaMessage(piece, first, count, &cut));
       auto part = SliceGamma(**whole, 10 + first, count, &direct);
@@ -1060,8 +1060,9 @@ TEST(ValidateStream, MessagesCutFromAPieceEqualChunksOfTheirRange) {
     EXPECT_FALSE(CutGammaMessage(piece, 0, 0, &bad));
   }
   {
-    std::string text = "seed: 11 categories: 5 draws: 3 values { f32 { "
-                       "values: [";
+    std::string text =
+        "seed: 11 categories: 5 draws: 3 values { f32 { "
+        "values: [";
     for (int i = 0; i < 37 * 5; ++i) {
       absl::StrAppend(&text, i ? "," : "", 1 + (i * 7) % 5);
     }

@@ -125,14 +125,14 @@ constexpr absl::Duration kPatience = absl::Seconds(20);
 // queued at a time: a unary request's items, and a stream's whole answer
 // (the server computes a stream in device-sized pieces, whatever the
 // message size the client asks for, so a stream of normal size is one
-// piece: its items are queued at once, like a unary request's). "Large" requests hold kLargeMinItems..kLargeMaxItems, more than
-// half the budget, so at most one of them is queued at a time and a second
-// one is refused RESOURCE_EXHAUSTED; yet one large request plus twice the
-// most that every slot's calls could queue (the second half for jobs of
-// calls that were cancelled or expired and still wait to be dropped) fits:
-// a request of normal size never finds the queues full. That is what lets
-// the test insist that RESOURCE_EXHAUSTED comes only to requests that could
-// exceed the limits.
+// piece: its items are queued at once, like a unary request's). "Large"
+// requests hold kLargeMinItems..kLargeMaxItems, more than half the budget, so
+// at most one of them is queued at a time and a second one is refused
+// RESOURCE_EXHAUSTED; yet one large request plus twice the most that every
+// slot's calls could queue (the second half for jobs of calls that were
+// cancelled or expired and still wait to be dropped) fits: a request of normal
+// size never finds the queues full. That is what lets the test insist that
+// RESOURCE_EXHAUSTED comes only to requests that could exceed the limits.
 constexpr int64_t kQueueBudget = 270000;         // --max_queued_items
 constexpr int64_t kMaxItemsPerRequest = 400000;  // --max_items_per_request
 constexpr int64_t kMaxMessageBytes = 1 << 20;    // --max_message_bytes
@@ -2103,8 +2103,8 @@ TEST(SoakTest, MixedLoadWithFaults) {
   for (int f = 0; f < kNumFaults; ++f) {
     expired += tally.by_fault[f][StatusCode::DEADLINE_EXCEEDED];
   }
-  expired -= tally.FaultCode(Fault::kShortDeadline,
-                             StatusCode::DEADLINE_EXCEEDED);
+  expired -=
+      tally.FaultCode(Fault::kShortDeadline, StatusCode::DEADLINE_EXCEEDED);
   std::printf("calls with the 30 s deadline that expired under load: %lld\n",
               static_cast<long long>(expired));
   EXPECT_LT(expired, tally.Code(StatusCode::OK));
