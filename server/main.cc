@@ -122,6 +122,9 @@ ABSL_FLAG(absl::Duration, max_connection_age_grace, absl::Minutes(30),
 ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
           "A new connection must finish its TLS and HTTP/2 handshake within "
           "this long, else it is closed");
+ABSL_FLAG(absl::Duration, stream_stall_timeout, absl::Seconds(30),
+          "Cancel a stream whose client has read nothing for this long "
+          "(its write made no progress); 0 = never");
 
 namespace sampler::server {
 namespace {
@@ -289,6 +292,14 @@ int Run(ShutdownWatchdog& watchdog) {
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
   options.auth = auth;
+  options.stream_stall_timeout = absl::GetFlag(FLAGS_stream_stall_timeout);
+  if (options.stream_stall_timeout < absl::ZeroDuration()) {
+    std::fprintf(stderr,
+                 "sampler-server: --stream_stall_timeout=%s: must be >= 0 "
+                 "(0 turns it off)\n",
+                 absl::FormatDuration(options.stream_stall_timeout).c_str());
+    return 1;
+  }
   auto service = std::make_unique<SamplerServiceImpl>(options, backend->get(),
                                                       metrics.get());
 

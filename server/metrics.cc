@@ -158,6 +158,22 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   for (const char* reason : {"bad_body"}) {
     refused_total_->Add({{"reason", reason}});
   }
+
+  // Stream protection (issue 9 item 2), one series per streamed RPC, made
+  // up front so that the count starts at 0.
+  auto& streams_stalled =
+      BuildCounter()
+          .Name("sampler_streams_stalled_total")
+          .Help(
+              "Streams cancelled because their client read nothing for "
+              "--stream_stall_timeout.")
+          .Register(r);
+  for (int i = 0; i < kNumRpcs; ++i) {
+    if (kRpcNames[i].size() > 6 &&
+        kRpcNames[i].substr(kRpcNames[i].size() - 6) == "Stream") {
+      streams_stalled_[i] = &streams_stalled.Add({{"method", RpcLabel(i)}});
+    }
+  }
 }
 
 Metrics::~Metrics() = default;
@@ -263,6 +279,11 @@ void Metrics::SetPoolBytes(const std::string& device, const std::string& state,
     g = it->second;
   }
   g->Set(static_cast<double>(bytes));
+}
+
+void Metrics::StreamStalled(std::string_view rpc) {
+  prometheus::Counter* counter = streams_stalled_[RpcIndex(rpc)];
+  if (counter != nullptr) counter->Increment();
 }
 
 std::string Metrics::Scrape() const {

@@ -104,6 +104,11 @@ class Metrics {
   // ("bad_body"), so label sets stay small.
   void Refused(std::string_view reason);
 
+  // Stream protection (issue 9 item 2): a stream cancelled because its
+  // client read nothing for --stream_stall_timeout:
+  // sampler_streams_stalled_total{method}.
+  void StreamStalled(std::string_view rpc);
+
   // The registry in the text exposition format, as /metrics serves it.
   std::string Scrape() const;
   // The port the exposer listens on (the one picked for port 0), or -1 when
@@ -143,6 +148,8 @@ class Metrics {
   // sampler_refused_total{reason}; Family::Add returns the existing counter
   // for known labels and is thread-safe.
   prometheus::Family<prometheus::Counter>* refused_total_ = nullptr;
+  // sampler_streams_stalled_total by rpc (only the streamed ones are used).
+  std::array<prometheus::Counter*, kNumRpcs + 1> streams_stalled_{};
 
   // Labels known only at run time (device names), created on first use.
   // Touched once per batch, not per request, so a mutex is cheap enough.

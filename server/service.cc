@@ -1,7 +1,9 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "sampler/kernels/contract.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "server/grpc_status.h"
 
 namespace sampler::server {
@@ -76,31 +80,53 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
   return reactor;
 }
 
-// Streamed calls: the whole request is cut into chunks; at most kWindow
-// chunks are queued or waiting to be written at a time (memory stays bounded
-// whatever the request's size), and chunks are written in order. Finish is
-// called only once no chunk job is outstanding, so no job outlives the
-// reactor.
+// Streamed calls. Message size is a wire concern, not a unit of work: the
+// answer is computed in pieces sized for the device (StreamPlan: about
+// target_chunk_bytes each, ONE batched job per piece), and each computed
+// piece is cut into messages of the client's size as it is written. At most
+// kWindow pieces are queued, computing or waiting to be written at a time,
+// so the bytes a stream holds are bounded whatever the request's size and
+// however slowly its client reads: kWindow pieces, each at most
+// min(target_chunk_bytes, max_message_bytes / 2) as estimated (4 MiB with
+// the defaults, so 8 MiB), plus the message being written when it is cut
+// from a piece (at most one piece more), plus gRPC's serialized copy of the
+// message being written (measured: about 5-13 MiB per unread stream of
+// 4 MiB pieces). Messages are written in order, one at a time. Finish is called
+// only once no piece job is outstanding, so no job outlives the reactor. A
+// client that stops reading is cancelled by the StallWatch after
+// --stream_stall_timeout without write progress.
 template <typename JobT, typename ChunkResponse>
-class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
+class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
+                      public StallWatch::Stream {
  public:
   using SliceFn = std::function<std::shared_ptr<JobT>(
-      const JobT& whole, int64_t first, int64_t count, ChunkResponse* chunk)>;
+      const JobT& whole, int64_t first, int64_t count, ChunkResponse* piece)>;
+  using CutFn = bool (*)(const ChunkResponse& piece, int64_t first,
+                         int64_t count, ChunkResponse* message);
+
+  static constexpr int kWindow = 2;
 
   StreamReactor(const char* rpc, grpc::CallbackServerContext* context,
-                std::shared_ptr<JobT> whole, int64_t units, int64_t chunk_units,
-                SliceFn slice, Batcher<JobT>* batcher, Metrics* metrics)
+                std::shared_ptr<JobT> whole, int64_t units, StreamPlan plan,
+                SliceFn slice, CutFn cut, Batcher<JobT>* batcher,
+                Metrics* metrics, StallWatch* watch)
       : rpc_(rpc),
+        context_(context),
         metrics_(metrics),
+        watch_(watch),
         start_(Clock::now()),
         deadline_(SteadyDeadline(context)),
         whole_(std::move(whole)),
         total_(units),
-        chunk_units_(std::max<int64_t>(1, chunk_units)),
-        chunks_((total_ + chunk_units_ - 1) / chunk_units_),
+        piece_units_(std::max<int64_t>(1, plan.piece)),
+        message_units_(std::clamp<int64_t>(plan.message, 1,
+                                           std::max<int64_t>(1, plan.piece))),
+        pieces_((total_ + piece_units_ - 1) / piece_units_),
         slice_(std::move(slice)),
+        cut_(cut),
         batcher_(batcher) {
     metrics_->AddInflight(1);
+    watch_->Add(this);
     Actions actions;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -110,11 +136,17 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
   }
 
   void OnWriteDone(bool ok) override {
+    write_since_ns_.store(0, std::memory_order_relaxed);
     Actions actions;
     {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
-      ready_.erase(next_write_++);
+      message_.reset();
+      next_offset_ += writing_units_;
+      if (next_offset_ >= PieceUnits(next_piece_)) {
+        ready_.erase(next_piece_++);
+        next_offset_ = 0;
+      }
       if (!ok && failure_.ok()) {
         failure_ = absl::CancelledError("the client went away");
         cancelled_ = true;
@@ -127,22 +159,53 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
   void OnCancel() override { cancelled_ = true; }
 
   void OnDone() override {
+    watch_->Remove(this);
     metrics_->AddInflight(-1);
     delete this;
   }
 
- private:
-  static constexpr int kWindow = 2;
+  // StallWatch::Stream.
+  int64_t WritePendingSinceNs() const override {
+    return write_since_ns_.load(std::memory_order_relaxed);
+  }
+  void CancelStalled(absl::Duration stalled_for) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || stalled_) return;
+      stalled_ = true;
+      const absl::Status stalled = absl::CancelledError(
+          absl::StrCat("stream stalled: the client read nothing for ",
+                       absl::FormatDuration(stalled_for),
+                       " (--stream_stall_timeout); cancelled by the server"));
+      std::fprintf(stderr, "sampler-server: %s: %s\n", rpc_,
+                   std::string(stalled.message()).c_str());
+      if (failure_.ok()) failure_ = stalled;
+    }
+    metrics_->StreamStalled(rpc_);
+    cancelled_ = true;
+    // The pending write cannot complete while the client reads nothing (and
+    // a status would queue behind it); cancelling the call ends the write
+    // with ok = false, and the stream then finishes with failure_.
+    context_->TryCancel();
+  }
 
+ private:
   struct Actions {
     std::vector<std::pair<int64_t, std::shared_ptr<JobT>>> submit;
-    ChunkResponse* write = nullptr;
+    ChunkResponse* write = nullptr;  // a whole piece, or message_ once cut
+    const ChunkResponse* cut_from = nullptr;  // cut message_ from this first
+    int64_t cut_first = 0;
+    int64_t cut_count = 0;
     bool finish = false;
     absl::Status finish_status;
   };
 
+  int64_t PieceUnits(int64_t piece) const {
+    return std::min(piece_units_, total_ - piece * piece_units_);
+  }
+
   // Decides, under the lock, what to do next; Perform does it unlocked
-  // (gRPC operations and queueing must not run under our mutex).
+  // (gRPC operations, queueing and copying must not run under our mutex).
   void Plan(Actions& actions) {
     if (finished_) return;
     if (!failure_.ok() || cancelled_) {
@@ -155,34 +218,47 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
       return;
     }
     if (!writing_) {
-      auto it = ready_.find(next_write_);
+      auto it = ready_.find(next_piece_);
       if (it != ready_.end()) {
+        const int64_t units = PieceUnits(next_piece_);
+        const int64_t count = std::min(message_units_, units - next_offset_);
         writing_ = true;
-        actions.write = it->second.get();
+        writing_units_ = count;
+        if (next_offset_ == 0 && count == units) {
+          actions.write = it->second.get();  // the piece is one message
+        } else {
+          // The piece stays in ready_ (and unchanged) until its last
+          // message is written, so Perform may copy from it unlocked.
+          message_ = std::make_unique<ChunkResponse>();
+          actions.write = message_.get();
+          actions.cut_from = it->second.get();
+          actions.cut_first = next_offset_;
+          actions.cut_count = count;
+        }
       }
     }
-    while (next_submit_ < chunks_ &&
+    while (next_submit_ < pieces_ &&
            outstanding_ + static_cast<int64_t>(ready_.size()) < kWindow) {
       const int64_t index = next_submit_++;
-      const int64_t first = index * chunk_units_;
-      const int64_t count = std::min(chunk_units_, total_ - first);
-      auto message = std::make_unique<ChunkResponse>();
-      std::shared_ptr<JobT> job = slice_(*whole_, first, count, message.get());
-      if (job == nullptr) {  // cannot happen: chunks tile the request
-        failure_ = absl::InternalError("stream chunk out of range");
+      const int64_t first = index * piece_units_;
+      auto piece = std::make_unique<ChunkResponse>();
+      std::shared_ptr<JobT> job =
+          slice_(*whole_, first, PieceUnits(index), piece.get());
+      if (job == nullptr) {  // cannot happen: pieces tile the request
+        failure_ = absl::InternalError("stream piece out of range");
         Plan(actions);
         return;
       }
       job->deadline = deadline_;
       job->cancelled = [this] { return cancelled_.load(); };
       job->done = [this, index](absl::Status status) {
-        ChunkDone(index, std::move(status));
+        PieceDone(index, std::move(status));
       };
-      pending_[index] = std::move(message);
+      pending_[index] = std::move(piece);
       ++outstanding_;
       actions.submit.emplace_back(index, std::move(job));
     }
-    if (next_write_ == chunks_ && !writing_ && outstanding_ == 0) {
+    if (next_piece_ == pieces_ && !writing_ && outstanding_ == 0) {
       finished_ = true;
       actions.finish = true;
       actions.finish_status = absl::OkStatus();
@@ -192,19 +268,40 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
   void Perform(Actions& actions) {
     bool refused = false;
     for (auto& [index, job] : actions.submit) {
-      // Later chunks were promised when the first was accepted. Once a
-      // chunk is refused (the first one, submitted together with the
+      // Later pieces were promised when the first was accepted. Once a
+      // piece is refused (the first one, submitted together with the
       // second), the rest of this submission is not queued: the stream
-      // fails at once instead of after computing chunks nobody will get.
+      // fails at once instead of after computing pieces nobody will get.
       absl::Status queued =
-          refused ? absl::CancelledError("an earlier chunk was refused")
+          refused ? absl::CancelledError("an earlier piece was refused")
                   : batcher_->Enqueue(job, /*admitted_stream_chunk=*/index > 0);
       if (!queued.ok()) {
         refused = true;
-        ChunkDone(index, std::move(queued));
+        PieceDone(index, std::move(queued));
       }
     }
-    if (actions.write != nullptr) this->StartWrite(actions.write);
+    if (actions.write != nullptr) {
+      if (actions.cut_from != nullptr &&
+          !cut_(*actions.cut_from, actions.cut_first, actions.cut_count,
+                actions.write)) {
+        // Cannot happen (messages tile their piece); fail the stream rather
+        // than send a wrong message.
+        Actions after;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          writing_ = false;
+          if (failure_.ok()) {
+            failure_ = absl::InternalError("stream message out of range");
+          }
+          Plan(after);
+        }
+        Perform(after);
+      } else {
+        write_since_ns_.store(std::max<int64_t>(NowNs(), 1),
+                              std::memory_order_relaxed);
+        this->StartWrite(actions.write);
+      }
+    }
     if (actions.finish) {
       metrics_->RequestDone(rpc_, CodeName(actions.finish_status),
                             SecondsSince(start_));
@@ -212,7 +309,7 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
     }
   }
 
-  void ChunkDone(int64_t index, absl::Status status) {
+  void PieceDone(int64_t index, absl::Status status) {
     Actions actions;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -230,25 +327,35 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
   }
 
   const char* const rpc_;
+  grpc::CallbackServerContext* const context_;
   Metrics* const metrics_;
+  StallWatch* const watch_;
   const Clock::time_point start_;
   const Clock::time_point deadline_;
   const std::shared_ptr<JobT> whole_;
-  const int64_t total_;        // stream units: rows, samples or positions
-  const int64_t chunk_units_;
-  const int64_t chunks_;
+  const int64_t total_;          // stream units: rows, samples or positions
+  const int64_t piece_units_;    // units per computed piece (one job)
+  const int64_t message_units_;  // units per message (divides piece_units_)
+  const int64_t pieces_;
   const SliceFn slice_;
+  const CutFn cut_;
   Batcher<JobT>* const batcher_;
 
   std::atomic<bool> cancelled_{false};
+  // When the write in flight started (NowNs), 0 when none is.
+  std::atomic<int64_t> write_since_ns_{0};
   std::mutex mu_;
   std::map<int64_t, std::unique_ptr<ChunkResponse>> pending_;  // queued
   std::map<int64_t, std::unique_ptr<ChunkResponse>> ready_;    // computed
-  int64_t next_submit_ = 0;
-  int64_t next_write_ = 0;
+  std::unique_ptr<ChunkResponse> message_;  // the cut message being written
+  int64_t next_submit_ = 0;                 // next piece to queue
+  int64_t next_piece_ = 0;                  // piece being written
+  int64_t next_offset_ = 0;                 // its units already written
+  int64_t writing_units_ = 0;
   int64_t outstanding_ = 0;
   bool writing_ = false;
   bool finished_ = false;
+  bool stalled_ = false;
   absl::Status failure_;
 };
 
@@ -257,8 +364,9 @@ template <typename JobT, typename ChunkResponse, typename SliceFn>
 grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     const char* rpc, Kind kind, grpc::CallbackServerContext* context,
     absl::StatusOr<std::shared_ptr<JobT>> job, const char* chunk_field,
-    int64_t client_max_per_chunk, const RequestLimits& limits, SliceFn slice,
-    Batcher<JobT>& batcher, Metrics* metrics) {
+    int64_t client_max_per_chunk, const ServiceOptions& options, SliceFn slice,
+    typename StreamReactor<JobT, ChunkResponse>::CutFn cut,
+    Batcher<JobT>& batcher, Metrics* metrics, StallWatch* watch) {
   AddContractVersion(context);
   if (job.ok()) {
     if (absl::Status s = ValidateChunkMax(chunk_field, client_max_per_chunk);
@@ -277,10 +385,14 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     return refusal;
   }
   const int64_t units = StreamUnits(kind, **job);
-  const int64_t chunk = ChunkSize(kind, **job, client_max_per_chunk, limits);
+  // A piece holds at most the queue budget's share of one stream's window:
+  // a stream then fits an idle server's queue, whatever its size.
+  const StreamPlan plan = PlanStream(
+      kind, **job, client_max_per_chunk, options.limits,
+      options.max_queued_items / StreamReactor<JobT, ChunkResponse>::kWindow);
   return new StreamReactor<JobT, ChunkResponse>(rpc, context, *std::move(job),
-                                                units, chunk, std::move(slice),
-                                                &batcher, metrics);
+                                                units, plan, std::move(slice),
+                                                cut, &batcher, metrics, watch);
 }
 
 // Calls refused by Authenticate (server/auth.h), before their request is
@@ -325,7 +437,8 @@ SamplerServiceImpl::SamplerServiceImpl(ServiceOptions options,
                    metrics),
       gamma_(Kind::kGamma, options_.batcher, &budget_, backend, metrics),
       dirichlet_(Kind::kDirichlet, options_.batcher, &budget_, backend, metrics),
-      boards_(Kind::kBoards, options_.batcher, &budget_, backend, metrics) {}
+      boards_(Kind::kBoards, options_.batcher, &budget_, backend, metrics),
+      stall_watch_(options_.stream_stall_timeout) {}
 
 SamplerServiceImpl::~SamplerServiceImpl() { Drain(); }
 
@@ -376,9 +489,9 @@ SamplerServiceImpl::SampleCategoricalStream(
       "SampleCategoricalStream", Kind::kCategorical, context,
       ParseCategorical(request->request(), options_.limits, seeds_,
                        /*streamed=*/true),
-      "max_rows_per_chunk", request->max_rows_per_chunk(), options_.limits,
-      SliceCategorical,
-      categorical_, metrics_);
+      "max_rows_per_chunk", request->max_rows_per_chunk(), options_,
+      SliceCategorical, CutCategoricalMessage, categorical_, metrics_,
+      &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
@@ -407,9 +520,8 @@ SamplerServiceImpl::SampleGammaStream(
       "SampleGammaStream", Kind::kGamma, context,
       ParseGamma(request->request(), options_.limits, seeds_,
                  /*streamed=*/true),
-      "max_samples_per_chunk", request->max_samples_per_chunk(),
-      options_.limits, SliceGamma, gamma_,
-      metrics_);
+      "max_samples_per_chunk", request->max_samples_per_chunk(), options_,
+      SliceGamma, CutGammaMessage, gamma_, metrics_, &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
@@ -452,9 +564,8 @@ SamplerServiceImpl::SampleBoardsStream(
       "SampleBoardsStream", Kind::kBoards, context,
       ParseBoards(request->request(), options_.limits, seeds_,
                   /*streamed=*/true),
-      "max_positions_per_chunk", request->max_positions_per_chunk(),
-      options_.limits, SliceBoards,
-      boards_, metrics_);
+      "max_positions_per_chunk", request->max_positions_per_chunk(), options_,
+      SliceBoards, CutBoardsMessage, boards_, metrics_, &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(

@@ -1,8 +1,10 @@
 // The SamplerService on gRPC's callback API. Each call is validated into a
 // typed job on the gRPC thread (bad input never reaches a queue), queued on
 // its kind's batcher, and finished from whichever thread completes its batch.
-// Streamed variants cut the request into chunks and keep at most a small
-// window of them in flight, writing them to the client in order.
+// Streamed variants compute the request in device-sized pieces (one job
+// each), keep at most a small window of them in flight, and cut each into
+// messages of the client's size, written in order; a stream whose client
+// stops reading is cancelled after stream_stall_timeout.
 #ifndef SAMPLER_SERVER_SERVICE_H_
 #define SAMPLER_SERVER_SERVICE_H_
 
@@ -14,6 +16,7 @@
 #include "server/backend.h"
 #include "server/batcher.h"
 #include "server/metrics.h"
+#include "server/stall_watch.h"
 #include "server/validate.h"
 
 namespace sampler::server {
@@ -26,6 +29,9 @@ struct ServiceOptions {
   // Bearer tokens every call must carry (null: none needed); checked first
   // in every handler, before the request is parsed.
   std::shared_ptr<const TokenAuthenticator> auth;
+  // A stream whose write has made no progress for this long (its client
+  // reads nothing) is cancelled (--stream_stall_timeout); zero: never.
+  absl::Duration stream_stall_timeout = absl::Seconds(30);
 };
 
 class SamplerServiceImpl final : public v1::SamplerService::CallbackService {
@@ -83,6 +89,8 @@ class SamplerServiceImpl final : public v1::SamplerService::CallbackService {
   Batcher<GammaJob> gamma_;
   Batcher<DirichletJob> dirichlet_;
   Batcher<BoardsJob> boards_;
+  // Declared last: its thread stops first (every stream has ended by then).
+  StallWatch stall_watch_;
 };
 
 }  // namespace sampler::server

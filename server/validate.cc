@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -1034,6 +1035,25 @@ int64_t ChunkSize(Kind kind, const Job& whole, int64_t client_max_per_chunk,
   return std::max<int64_t>(std::min(units, StreamUnits(kind, whole)), 1);
 }
 
+StreamPlan PlanStream(Kind kind, const Job& whole, int64_t client_max_per_chunk,
+                      const RequestLimits& limits, int64_t max_piece_items) {
+  StreamPlan plan;
+  plan.piece = ChunkSize(kind, whole, /*client_max_per_chunk=*/0, limits);
+  if (max_piece_items > 0) {
+    plan.piece = std::max<int64_t>(
+        std::min(plan.piece, max_piece_items / UnitItems(kind, whole)), 1);
+  }
+  plan.message = std::min(ChunkSize(kind, whole, client_max_per_chunk, limits),
+                          plan.piece);
+  // Whole messages per piece, and whole warps where that still leaves one
+  // (categorical rows run on lane (first_row + r) mod 32). message <= piece
+  // <= 2^31, so the lcm cannot overflow.
+  const int64_t warps = std::lcm(plan.message, int64_t{32});
+  const int64_t step = plan.piece >= warps ? warps : plan.message;
+  plan.piece -= plan.piece % step;
+  return plan;
+}
+
 absl::Status ValidateChunkMax(absl::string_view field, int64_t value) {
   if (value >= 0) return absl::OkStatus();
   return Invalid(field, " = ", value,
@@ -1171,6 +1191,64 @@ std::shared_ptr<BoardsJob> SliceBoards(const BoardsJob& whole,
   chunk->set_count(positions);
   chunk->set_seed(job->seed);
   return job;
+}
+
+bool CutCategoricalMessage(const v1::SampleCategoricalStreamResponse& piece,
+                           int64_t first, int64_t count,
+                           v1::SampleCategoricalStreamResponse* message) {
+  const int64_t draws = piece.draws();
+  if (!ValidRange(first, count, piece.rows()) ||
+      SatMul(piece.rows(), draws) != piece.indices_size()) {
+    return false;
+  }
+  const auto begin = piece.indices().begin() + first * draws;
+  message->mutable_indices()->Assign(begin, begin + count * draws);
+  message->set_first_row(piece.first_row() + first);
+  message->set_rows(count);
+  message->set_draws(piece.draws());
+  message->set_seed(piece.seed());
+  return true;
+}
+
+bool CutGammaMessage(const v1::SampleGammaStreamResponse& piece, int64_t first,
+                     int64_t count, v1::SampleGammaStreamResponse* message) {
+  const v1::Reals& samples = piece.samples();
+  auto cut = [&](const auto& values, auto* out) {
+    if (!ValidRange(first, count, values.size())) return false;
+    out->Assign(values.begin() + first, values.begin() + first + count);
+    return true;
+  };
+  bool ok = false;
+  if (samples.has_f32()) {
+    ok = cut(samples.f32().values(),
+             message->mutable_samples()->mutable_f32()->mutable_values());
+  } else if (samples.has_f64()) {
+    ok = cut(samples.f64().values(),
+             message->mutable_samples()->mutable_f64()->mutable_values());
+  }
+  if (!ok) return false;
+  message->set_first_sample(piece.first_sample() + first);
+  message->set_seed(piece.seed());
+  return true;
+}
+
+bool CutBoardsMessage(const v1::SampleBoardsStreamResponse& piece,
+                      int64_t first, int64_t count,
+                      v1::SampleBoardsStreamResponse* message) {
+  const int64_t words =
+      SatMul(int64_t{piece.colours()}, int64_t{piece.words_per_board()});
+  if (!ValidRange(first, count, piece.count()) || words <= 0 ||
+      SatMul(piece.count(), words) != piece.bitboards_size()) {
+    return false;
+  }
+  const auto begin = piece.bitboards().begin() + first * words;
+  message->mutable_bitboards()->Assign(begin, begin + count * words);
+  message->set_first_position(piece.first_position() + first);
+  message->set_words_per_board(piece.words_per_board());
+  message->set_colours(piece.colours());
+  message->set_count(count);
+  message->set_seed(piece.seed());
+  return true;
 }
 
 }  // namespace sampler::server

@@ -10,12 +10,13 @@
 //   enqueue *job; on done, send `response`.
 // And of a streamed one:
 //   auto whole = ParseGamma(stream_request.request(), limits, seeds, true);
-//   n = ChunkSize(Kind::kGamma, **whole,
-//   stream_request.max_samples_per_chunk(),
-//                 limits);
-//   for first in 0, n, 2n, ... < StreamUnits(Kind::kGamma, **whole):
-//     chunk_job = SliceGamma(**whole, first, min(n, units - first), &chunk);
-//     enqueue chunk_job; on done, write `chunk`.
+//   plan = PlanStream(Kind::kGamma, **whole,
+//                     stream_request.max_samples_per_chunk(), limits);
+//   for first in 0, plan.piece, ... < StreamUnits(Kind::kGamma, **whole):
+//     piece_job = SliceGamma(**whole, first, min(plan.piece, units - first),
+//                            &piece);
+//     enqueue piece_job; on done, for each plan.message units of `piece`:
+//       CutGammaMessage(piece, offset, count, &message); write `message`.
 //
 // Error conventions (absl::Status; the service maps them to gRPC codes):
 //   INVALID_ARGUMENT: the request is malformed. The message starts with the
@@ -150,6 +151,28 @@ int64_t StreamUnits(Kind kind, const Job& whole);
 int64_t ChunkSize(Kind kind, const Job& whole, int64_t client_max_per_chunk,
                   const RequestLimits& limits);
 
+// How a stream is computed and sent. Message size is a wire concern, not a
+// unit of work: the answer is computed in pieces sized for the device, each
+// ONE job (ChunkSize without the client's maximum: about
+// target_chunk_bytes, whole warps), and each computed piece is cut into
+// messages of the client's size (ChunkSize with its maximum). A piece is a
+// whole number of messages (rounded down to a multiple of lcm(message, 32)
+// where that leaves at least one, else of message), so every message but
+// the last has exactly `message` units, as if the answer had been computed
+// message by message; the Philox item indices are the whole request's
+// either way, so the bits do not depend on either size. A categorical row
+// larger than one message still goes alone (both are at least 1 unit).
+// `max_piece_items` bounds the work items of one piece (the service passes
+// its queue budget over the pieces a stream keeps in flight, so that a
+// stream fits an idle server's queue whatever its size); a piece is never
+// smaller than one message, though. <= 0: no such bound.
+struct StreamPlan {
+  int64_t piece = 1;    // units per computed piece (one job); >= message
+  int64_t message = 1;  // units per message; piece % message == 0
+};
+StreamPlan PlanStream(Kind kind, const Job& whole, int64_t client_max_per_chunk,
+                      const RequestLimits& limits, int64_t max_piece_items);
+
 // INVALID_ARGUMENT ("max_rows_per_chunk = -1: must be >= 0 (0 lets the
 // server choose)") for a negative client chunk size; `field` names it.
 absl::Status ValidateChunkMax(absl::string_view field, int64_t value);
@@ -177,6 +200,20 @@ std::shared_ptr<BoardsJob> SliceBoards(const BoardsJob& whole,
                                        int64_t first_position,
                                        int64_t positions,
                                        v1::SampleBoardsStreamResponse* chunk);
+
+// A message of a computed piece: units [first, first + count) of `piece`
+// (relative to the piece; a piece is what Slice* filled). Copies the
+// outputs of those units and sets the other fields as Slice* would have for
+// a chunk of that range (first_* counted within the request). False, with
+// `message` untouched, when the range is not inside the piece.
+bool CutCategoricalMessage(const v1::SampleCategoricalStreamResponse& piece,
+                           int64_t first, int64_t count,
+                           v1::SampleCategoricalStreamResponse* message);
+bool CutGammaMessage(const v1::SampleGammaStreamResponse& piece, int64_t first,
+                     int64_t count, v1::SampleGammaStreamResponse* message);
+bool CutBoardsMessage(const v1::SampleBoardsStreamResponse& piece,
+                      int64_t first, int64_t count,
+                      v1::SampleBoardsStreamResponse* message);
 
 }  // namespace sampler::server
 

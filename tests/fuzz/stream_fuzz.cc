@@ -10,7 +10,9 @@
 // of range refused; each chunk's fields, answer invariants and bits equal to
 // the kernel on that chunk; and the chunks laid end to end equal, bit for
 // bit, the kernel on the whole request (the randomness contract: chunking
-// changes nothing).
+// changes nothing). Then as the service computes it: pieces sized for the
+// device (PlanStream), each cut into messages (Cut*Message), which must be
+// byte for byte the chunks above.
 #include <algorithm>
 #include <memory>
 #include <variant>
@@ -54,6 +56,10 @@ struct CategoricalStream {
   static std::shared_ptr<Job> Slice(const Job& whole, int64_t first,
                                     int64_t count, Chunk* chunk) {
     return server::SliceCategorical(whole, first, count, chunk);
+  }
+  static bool Cut(const Chunk& piece, int64_t first, int64_t count,
+                  Chunk* message) {
+    return server::CutCategoricalMessage(piece, first, count, message);
   }
   static int64_t Elements(const Job& whole) { return whole.items; }
   static uint64_t FirstUnit(const Job& job) { return job.first_row; }
@@ -114,6 +120,10 @@ struct GammaStream {
                                     int64_t count, Chunk* chunk) {
     return server::SliceGamma(whole, first, count, chunk);
   }
+  static bool Cut(const Chunk& piece, int64_t first, int64_t count,
+                  Chunk* message) {
+    return server::CutGammaMessage(piece, first, count, message);
+  }
   static int64_t Elements(const Job& whole) { return whole.items; }
   static uint64_t FirstUnit(const Job& job) { return job.first_sample; }
 
@@ -172,6 +182,10 @@ struct BoardsStream {
   static std::shared_ptr<Job> Slice(const Job& whole, int64_t first,
                                     int64_t count, Chunk* chunk) {
     return server::SliceBoards(whole, first, count, chunk);
+  }
+  static bool Cut(const Chunk& piece, int64_t first, int64_t count,
+                  Chunk* message) {
+    return server::CutBoardsMessage(piece, first, count, message);
   }
   static int64_t Elements(const Job& whole) {
     return whole.count * static_cast<int64_t>(whole.spec.stones.size()) *
@@ -297,6 +311,51 @@ void FuzzStream(const uint8_t* data, size_t size) {
                bytes, " bytes, budget ", budget);
   }
   if (all) S::CheckWhole(whole, messages);
+
+  // The service's path (issue 9): the answer is computed in pieces sized
+  // for the device (PlanStream), one job each, and every piece is cut into
+  // messages of n units. Message for message, the bytes must be those of
+  // the chunks sliced and run one by one above.
+  const int64_t device = server::ChunkSize(S::kKind, whole, 0, limits);
+  const server::StreamPlan plan =
+      server::PlanStream(S::kKind, whole, client_max, limits, 0);
+  FUZZ_CHECK(plan.message == n, "message of ", plan.message, ", chunk ", n);
+  FUZZ_CHECK(plan.piece >= plan.message && plan.piece % plan.message == 0 &&
+                 plan.piece <= device,
+             "piece of ", plan.piece, " for messages of ", plan.message,
+             " and a device size of ", device);
+  if (!all) return;
+  std::vector<std::unique_ptr<typename S::Chunk>> pieces;
+  std::vector<std::shared_ptr<typename S::Job>> piece_jobs;
+  for (int64_t first = 0; first < units; first += plan.piece) {
+    pieces.push_back(std::make_unique<typename S::Chunk>());
+    piece_jobs.push_back(S::Slice(whole, first,
+                                  std::min(plan.piece, units - first),
+                                  pieces.back().get()));
+    FUZZ_CHECK(piece_jobs.back() != nullptr, "piece at ", first);
+  }
+  RunBatch(piece_jobs);
+  size_t next = 0;
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    FUZZ_CHECK(piece_jobs[p]->status.ok(), piece_jobs[p]->status.ToString());
+    const int64_t piece_units =
+        std::min(plan.piece, units - static_cast<int64_t>(p) * plan.piece);
+    for (int64_t off = 0; off < piece_units; off += plan.message) {
+      typename S::Chunk message;
+      FUZZ_CHECK(S::Cut(*pieces[p], off,
+                        std::min(plan.message, piece_units - off), &message),
+                 "cut at ", off, " of a piece of ", piece_units);
+      FUZZ_CHECK(next < messages.size(), "more messages than chunks");
+      FUZZ_CHECK(
+          message.SerializeAsString() == messages[next]->SerializeAsString(),
+          "message ", next, " differs from its chunk");
+      ++next;
+    }
+    typename S::Chunk scratch_message;
+    FUZZ_CHECK(!S::Cut(*pieces[p], piece_units, 1, &scratch_message));
+  }
+  FUZZ_CHECK(next == messages.size(), next, " messages for ", messages.size(),
+             " chunks");
 }
 
 }  // namespace

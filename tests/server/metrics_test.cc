@@ -94,13 +94,14 @@ TEST(MetricsTest, FamiliesOnceWithTypes) {
       {"sampler_queue_depth", "gauge"},
       {"sampler_inflight_requests", "gauge"},
       {"sampler_device_pool_bytes", "gauge"},
+      {"sampler_streams_stalled_total", "counter"},
   };
   for (const auto& [name, type] : types) {
     EXPECT_EQ(CountPrefix(text, "# TYPE " + name + " "), 1) << name;
     EXPECT_EQ(CountPrefix(text, "# TYPE " + name + " " + type), 1) << name;
     EXPECT_EQ(CountPrefix(text, "# HELP " + name + " "), 1) << name;
   }
-  // Nothing beyond these ten families.
+  // Nothing beyond these families.
   EXPECT_EQ(CountPrefix(text, "# TYPE "), static_cast<int>(types.size()));
 }
 
@@ -326,6 +327,27 @@ TEST(MetricsTest, PortInUseIsAnError) {
 
 TEST(MetricsTest, BadAddressIsAnError) {
   EXPECT_FALSE(Metrics::Create("not an address").ok());
+}
+
+// Streams cancelled for stalling (issue 9 item 2): one series per
+// streamed RPC, 0 from the start; other names are not counted.
+TEST(MetricsTest, StalledStreamsByStreamedRpc) {
+  Metrics m;
+  const char* series[] = {
+      "sampler_streams_stalled_total{method=\"SampleCategoricalStream\"}",
+      "sampler_streams_stalled_total{method=\"SampleGammaStream\"}",
+      "sampler_streams_stalled_total{method=\"SampleBoardsStream\"}"};
+  for (const char* name : series) EXPECT_EQ(Value(m.Scrape(), name), 0) << name;
+  m.StreamStalled("SampleGammaStream");
+  m.StreamStalled("SampleGammaStream");
+  m.StreamStalled("SampleBoardsStream");
+  m.StreamStalled("SampleGamma");  // not a stream: ignored
+  m.StreamStalled("nonsense");
+  const std::string text = m.Scrape();
+  EXPECT_EQ(Value(text, series[0]), 0);
+  EXPECT_EQ(Value(text, series[1]), 2);
+  EXPECT_EQ(Value(text, series[2]), 1);
+  EXPECT_EQ(CountPrefix(text, "sampler_streams_stalled_total{"), 3);
 }
 
 }  // namespace

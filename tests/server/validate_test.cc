@@ -1000,5 +1000,154 @@ TEST(ValidateStream, ChunksStayWellUnderTheMessageLimit) {
   EXPECT_EQ(boards_chunk % 32, 0);
 }
 
+// Issue 9 item 1: pieces sized for the device, messages sized for the
+// client; a piece is a whole number of messages (whole warps too where
+// that leaves one), never over the queue share it is given.
+TEST(ValidateStream, PlanComputesDeviceSizedPiecesOfWholeMessages) {
+  RequestLimits limits;
+  limits.max_message_bytes = 1 << 20;  // pieces of about 512 KiB
+  auto gamma = ParseGamma(Text<v1::SampleGammaRequest>(
+                              "groups { groups { shape: 1 count: 1000000 } }"),
+                          limits, kSeeds, true);
+  ASSERT_TRUE(gamma.ok()) << gamma.status();
+  const int64_t device = ChunkSize(Kind::kGamma, **gamma, 0, limits);
+  ASSERT_GT(device, 10000);
+  for (int64_t m : {1, 2, 3, 7, 32, 100, 1000, 4096}) {
+    SCOPED_TRACE(m);
+    const StreamPlan plan = PlanStream(Kind::kGamma, **gamma, m, limits, 0);
+    EXPECT_EQ(plan.message, m);
+    EXPECT_EQ(plan.piece % m, 0);
+    EXPECT_EQ(plan.piece % 32, 0);
+    EXPECT_LE(plan.piece, device);
+    EXPECT_GT(plan.piece, device / 2);  // still about the device's size
+  }
+  // No client maximum, or a larger one: a piece is one message.
+  for (int64_t m : {int64_t{0}, int64_t{1} << 40}) {
+    const StreamPlan plan = PlanStream(Kind::kGamma, **gamma, m, limits, 0);
+    EXPECT_EQ(plan.piece, device);
+    EXPECT_EQ(plan.message, device);
+  }
+  // A queue share: pieces of at most that many items, but one message at
+  // least.
+  StreamPlan plan = PlanStream(Kind::kGamma, **gamma, 7, limits, 500);
+  EXPECT_EQ(plan.piece, 448);  // 2 x lcm(7, 32)
+  EXPECT_EQ(plan.message, 7);
+  plan = PlanStream(Kind::kGamma, **gamma, 0, limits, 1);
+  EXPECT_EQ(plan.piece, 1);
+  EXPECT_EQ(plan.message, 1);
+  // A small request: one piece of whole messages and a remainder.
+  auto small = ParseGamma(
+      Text<v1::SampleGammaRequest>("groups { groups { shape: 1 count: 100 } }"),
+      limits, kSeeds, true);
+  ASSERT_TRUE(small.ok());
+  plan = PlanStream(Kind::kGamma, **small, 7, limits, 0);
+  EXPECT_EQ(plan.piece, 98);
+  EXPECT_EQ(plan.message, 7);
+  // A categorical row larger than one message still goes alone.
+  limits.max_items_per_request = 10;
+  auto categorical = ParseCategorical(
+      Text<v1::SampleCategoricalRequest>(
+          "categories: 1 draws: 100 values { f32 { values: [1, 1] } }"),
+      limits, kSeeds, true);
+  ASSERT_TRUE(categorical.ok()) << categorical.status();
+  plan = PlanStream(Kind::kCategorical, **categorical, 0, limits, 0);
+  EXPECT_EQ(plan.piece, 1);
+  EXPECT_EQ(plan.message, 1);
+}
+
+// A message cut from a computed piece is the chunk that slicing its range
+// directly would have given, field for field, outputs included.
+TEST(ValidateStream, MessagesCutFromAPieceEqualChunksOfTheirRange) {
+  {
+    const auto request = Text<v1::SampleGammaRequest>(
+        "seed: 5 precision: PRECISION_FLOAT32 groups { groups { shape: 0.5 "
+        "count: 40 } groups { shape: 3 count: 60 } }");
+    auto whole = ParseGamma(request, RequestLimits(), kSeeds, true);
+    ASSERT_TRUE(whole.ok());
+    v1::SampleGammaStreamResponse piece;
+    auto job = SliceGamma(**whole, 10, 80, &piece);
+    ASSERT_NE(job, nullptr);
+    RunGamma(*job);
+    for (auto [first, count] :
+         {std::pair<int64_t, int64_t>{0, 80}, {0, 7}, {35, 7}, {77, 3}}) {
+      v1::SampleGammaStreamResponse cut, direct;
+      ASSERT_TRUE(CutGammaMessage(piece, first, count, &cut));
+      auto part = SliceGamma(**whole, 10 + first, count, &direct);
+      ASSERT_NE(part, nullptr);
+      RunGamma(*part);
+      EXPECT_EQ(cut.SerializeAsString(), direct.SerializeAsString())
+          << first << " " << count;
+    }
+    v1::SampleGammaStreamResponse bad;
+    EXPECT_FALSE(CutGammaMessage(piece, 78, 3, &bad));
+    EXPECT_FALSE(CutGammaMessage(piece, -1, 3, &bad));
+    EXPECT_FALSE(CutGammaMessage(piece, 0, 0, &bad));
+  }
+  {
+    std::string text =
+        "seed: 11 categories: 5 draws: 3 values { f32 { "
+        "values: [";
+    for (int i = 0; i < 37 * 5; ++i) {
+      absl::StrAppend(&text, i ? "," : "", 1 + (i * 7) % 5);
+    }
+    text += "] } }";
+    auto whole = ParseCategorical(Text<v1::SampleCategoricalRequest>(text),
+                                  RequestLimits(), kSeeds, true);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    auto run = [](CategoricalJob& job) {
+      auto& work = std::get<CategoricalWork<double>>(job.work);
+      ASSERT_TRUE(kernels::SampleCategoricalCpu<double>(
+                      work.values, job.shape, job.weight_kind, job.seed,
+                      job.first_row, work.out)
+                      .ok());
+    };
+    v1::SampleCategoricalStreamResponse piece;
+    auto job = SliceCategorical(**whole, 3, 30, &piece);
+    ASSERT_NE(job, nullptr);
+    run(*job);
+    for (auto [first, count] :
+         {std::pair<int64_t, int64_t>{0, 30}, {0, 1}, {13, 4}, {29, 1}}) {
+      v1::SampleCategoricalStreamResponse cut, direct;
+      ASSERT_TRUE(CutCategoricalMessage(piece, first, count, &cut));
+      auto part = SliceCategorical(**whole, 3 + first, count, &direct);
+      ASSERT_NE(part, nullptr);
+      run(*part);
+      EXPECT_EQ(cut.SerializeAsString(), direct.SerializeAsString())
+          << first << " " << count;
+    }
+    v1::SampleCategoricalStreamResponse bad;
+    EXPECT_FALSE(CutCategoricalMessage(piece, 29, 2, &bad));
+  }
+  {
+    auto whole = ParseBoards(Text<v1::SampleBoardsRequest>(
+                                 "seed: 21 rows: 9 cols: 11 stones: [10, 20, "
+                                 "5] count: 19"),
+                             RequestLimits(), kSeeds, true);
+    ASSERT_TRUE(whole.ok());
+    auto run = [](BoardsJob& job) {
+      ASSERT_TRUE(kernels::SampleBoardsCpu(job.spec, job.seed,
+                                           job.first_position, job.count,
+                                           job.out)
+                      .ok());
+    };
+    v1::SampleBoardsStreamResponse piece;
+    auto job = SliceBoards(**whole, 2, 15, &piece);
+    ASSERT_NE(job, nullptr);
+    run(*job);
+    for (auto [first, count] :
+         {std::pair<int64_t, int64_t>{0, 15}, {0, 2}, {5, 5}, {14, 1}}) {
+      v1::SampleBoardsStreamResponse cut, direct;
+      ASSERT_TRUE(CutBoardsMessage(piece, first, count, &cut));
+      auto part = SliceBoards(**whole, 2 + first, count, &direct);
+      ASSERT_NE(part, nullptr);
+      run(*part);
+      EXPECT_EQ(cut.SerializeAsString(), direct.SerializeAsString())
+          << first << " " << count;
+    }
+    v1::SampleBoardsStreamResponse bad;
+    EXPECT_FALSE(CutBoardsMessage(piece, 10, 6, &bad));
+  }
+}
+
 }  // namespace
 }  // namespace sampler::server

@@ -14,7 +14,10 @@
 //     raced fault, compared bit for bit with the kernels' CPU functions; the
 //     rest checked for shape, seed and invariants) or a status code allowed
 //     for its fault kind (Allowed); the server's own counters agree
-//     with the client's for the deterministic codes; resident memory grows
+//     with the client's for the deterministic codes. Nothing is asserted
+//     about time: a call that does work may end DEADLINE_EXCEEDED past its
+//     generous 30 s deadline on a machine loaded beyond plan, and is then
+//     counted, not failed (MayExpireUnderLoad); resident memory grows
 //     by less than kRssGrowthBoundBytes after the warm-up; afterwards every
 //     queue is empty, nothing is in flight, and the server still answers
 //     and exits 0 on SIGTERM.
@@ -30,7 +33,8 @@
 //   ExhaustionTest.ABurstOverTheQueueBudgetIsRefusedThenServed: with
 //     --max_queued_items=2000 and batches that close after 300 ms, a burst
 //     of 20 requests of 500 items (four of each sampling kind) gets some
-//     RESOURCE_EXHAUSTED at once, the accepted ones are correct, and after
+//     RESOURCE_EXHAUSTED (never queued: the server executes exactly the
+//     accepted ones' items), the accepted ones are correct, and after
 //     the burst a request of each kind is served. (The single-request case,
 //     unary and stream, is integration_test's SlowBatchTest; this is the
 //     burst across every queue sharing one budget.)
@@ -118,15 +122,17 @@ constexpr absl::Duration kPatience = absl::Seconds(20);
 // The soak server's limits, and the request sizes they are chosen for.
 //
 // Every call of normal size keeps at most kMaxNormalQueuedItems work items
-// queued at a time (a unary request's items; a stream's window of two
-// chunks). "Large" requests hold kLargeMinItems..kLargeMaxItems, more than
-// half the budget, so at most one of them is queued at a time and a second
-// one is refused RESOURCE_EXHAUSTED; yet one large request plus twice the
-// most that every slot's calls could queue (the second half for jobs of
-// calls that were cancelled or expired and still wait to be dropped) fits:
-// a request of normal size never finds the queues full. That is what lets
-// the test insist that RESOURCE_EXHAUSTED comes only to requests that could
-// exceed the limits.
+// queued at a time: a unary request's items, and a stream's whole answer
+// (the server computes a stream in device-sized pieces, whatever the
+// message size the client asks for, so a stream of normal size is one
+// piece: its items are queued at once, like a unary request's). "Large"
+// requests hold kLargeMinItems..kLargeMaxItems, more than half the budget, so
+// at most one of them is queued at a time and a second one is refused
+// RESOURCE_EXHAUSTED; yet one large request plus twice the most that every
+// slot's calls could queue (the second half for jobs of calls that were
+// cancelled or expired and still wait to be dropped) fits: a request of normal
+// size never finds the queues full. That is what lets the test insist that
+// RESOURCE_EXHAUSTED comes only to requests that could exceed the limits.
 constexpr int64_t kQueueBudget = 270000;         // --max_queued_items
 constexpr int64_t kMaxItemsPerRequest = 400000;  // --max_items_per_request
 constexpr int64_t kMaxMessageBytes = 1 << 20;    // --max_message_bytes
@@ -589,7 +595,9 @@ std::string CheckCategorical(const v1::SampleCategoricalRequest& request,
 
 v1::SampleCategoricalStreamRequest RandomCategoricalStream(Rng& rng) {
   v1::SampleCategoricalStreamRequest request;
-  *request.mutable_request() = RandomCategorical(rng, 300, 4000);
+  // At most kMaxNormalQueuedItems items (one piece, queued at once).
+  *request.mutable_request() =
+      RandomCategorical(rng, 300, kMaxNormalQueuedItems);
   const int64_t draws = std::max(1, request.request().draws());
   const int64_t rows =
       static_cast<int64_t>(RealsAs<double>(request.request().values()).size()) /
@@ -774,11 +782,11 @@ std::string CheckGamma(const v1::SampleGammaRequest& request,
 
 v1::SampleGammaStreamRequest RandomGammaStream(Rng& rng) {
   v1::SampleGammaStreamRequest request;
-  const int64_t total =
-      rng.Chance(0.3) ? rng.Int(1, kMaxChunkItems) : rng.Int(1, 20000);
-  // Long streams have groups only (per-element parameters would make the
-  // request message as long as the answer).
-  *request.mutable_request() = RandomGamma(rng, total, total <= 2000);
+  // At most kMaxNormalQueuedItems samples (one piece, queued at once),
+  // which at 1 to 500 samples per message is still up to 1000 messages.
+  const int64_t total = rng.Chance(0.3) ? rng.Int(1, kMaxChunkItems)
+                                        : rng.Int(1, kMaxNormalQueuedItems);
+  *request.mutable_request() = RandomGamma(rng, total);
   if (total <= kMaxChunkItems && rng.Chance(0.5)) {
     request.set_max_samples_per_chunk(0);
   } else {
@@ -1038,7 +1046,8 @@ std::string CheckBoards(const v1::SampleBoardsRequest& request,
 
 v1::SampleBoardsStreamRequest RandomBoardsStream(Rng& rng) {
   v1::SampleBoardsStreamRequest request;
-  *request.mutable_request() = RandomBoards(rng, rng.Chance(0.5) ? 400 : 3000);
+  *request.mutable_request() =
+      RandomBoards(rng, rng.Chance(0.5) ? 400 : kMaxNormalQueuedItems);
   if (request.request().count() <= kMaxChunkItems && rng.Chance(0.3)) {
     request.set_max_positions_per_chunk(0);
   } else {
@@ -1146,12 +1155,27 @@ constexpr const char* kFaultNames[kNumFaults] = {
     "none",          "invalid",    "cancelled",   "short deadline",
     "queue-filling", "over limit", "huge message"};
 
+// Whether a call of this fault kind does work (is queued and executed) and
+// so may, on a machine loaded past anything planned for, outlast even its
+// generous kCallTimeout: its DEADLINE_EXCEEDED is then the client's deadline
+// doing its job, counted (PrintTally's DEADLINE_EXCEEDED column) and not a
+// failure. The test asserts answers and codes, never timings; a server that
+// hangs still fails it (every RPC must have OK answers, more calls must end
+// OK than expire, and the server must end idle and still serve).
+bool MayExpireUnderLoad(Fault fault) {
+  return fault == Fault::kNone || fault == Fault::kCancel ||
+         fault == Fault::kQueueFilling;
+}
+
 // The codes a call of each fault kind may end with. A cancelled or expired
 // call may still complete OK when the answer wins the race (and must then be
 // correct); CANCELLED only once the test has cancelled it. During shutdown
 // any call may also be refused with UNAVAILABLE.
 bool Allowed(Fault fault, StatusCode code, bool shutdown, bool cancel_sent) {
   if (shutdown && code == StatusCode::UNAVAILABLE) return true;
+  if (code == StatusCode::DEADLINE_EXCEEDED && MayExpireUnderLoad(fault)) {
+    return true;
+  }
   switch (fault) {
     case Fault::kNone:
       return code == StatusCode::OK;
@@ -2073,6 +2097,17 @@ TEST(SoakTest, MixedLoadWithFaults) {
     EXPECT_GT(tally.by_rpc[r][StatusCode::OK], 0) << kRpcNames[r];
     EXPECT_GT(tally.full_checks[r], 0) << kRpcNames[r];
   }
+  // Expiries of working calls are counted, not failed; a server that hangs
+  // would expire more calls than it answers.
+  int64_t expired = 0;
+  for (int f = 0; f < kNumFaults; ++f) {
+    expired += tally.by_fault[f][StatusCode::DEADLINE_EXCEEDED];
+  }
+  expired -=
+      tally.FaultCode(Fault::kShortDeadline, StatusCode::DEADLINE_EXCEEDED);
+  std::printf("calls with the 30 s deadline that expired under load: %lld\n",
+              static_cast<long long>(expired));
+  EXPECT_LT(expired, tally.Code(StatusCode::OK));
   // Every fault kind was injected and produced its own code.
   EXPECT_GT(tally.FaultCode(Fault::kInvalid, StatusCode::INVALID_ARGUMENT), 0);
   EXPECT_GT(tally.FaultCode(Fault::kCancel, StatusCode::CANCELLED), 0);
@@ -2313,12 +2348,9 @@ TEST(ExhaustionTest, ABurstOverTheQueueBudgetIsRefusedThenServed) {
   // was queued; the burst is sent well within that.
   std::vector<std::unique_ptr<Call>> burst;
   for (int i = 0; i < 20; ++i) burst.push_back(request_of(i % 5));
+  const MetricsText before_burst = Scrape(*server);
   run(burst);
   int ok = 0, exhausted = 0;
-  absl::Time first_ok = absl::InfiniteFuture();
-  for (const auto& call : burst) {
-    if (call->status.ok()) first_ok = std::min(first_ok, call->finished);
-  }
   for (const auto& call : burst) {
     const StatusCode code = call->status.error_code();
     if (code == StatusCode::OK) {
@@ -2327,9 +2359,6 @@ TEST(ExhaustionTest, ABurstOverTheQueueBudgetIsRefusedThenServed) {
           << kRpcNames[static_cast<int>(call->rpc)];
     } else if (code == StatusCode::RESOURCE_EXHAUSTED) {
       ++exhausted;
-      // Refused at once, not after waiting for a batch: before the first
-      // accepted request, which waits 300 ms for its batch, is answered.
-      EXPECT_LT(call->finished, first_ok) << Describe(call->status);
     } else {
       ADD_FAILURE() << kRpcNames[static_cast<int>(call->rpc)] << ": "
                     << Describe(call->status);
@@ -2343,6 +2372,24 @@ TEST(ExhaustionTest, ABurstOverTheQueueBudgetIsRefusedThenServed) {
   EXPECT_GE(ok, 1);
   EXPECT_GE(exhausted, 1);
   EXPECT_EQ(ok + exhausted, 20);
+  // Refused without being queued: the server executed exactly the accepted
+  // requests' items, nothing of the refused ones. (Items and codes, not
+  // time: on a loaded machine a refusal may well arrive after an accepted
+  // answer.)
+  EXPECT_TRUE(WaitForMetrics(*server, Idle));
+  {
+    const MetricsText after_burst = Scrape(*server);
+    double executed = 0;
+    for (const char* method : kQueueMethods) {
+      const std::string series =
+          absl::StrCat("sampler_items_total{method=\"", method, "\"}");
+      executed += after_burst.ValueOr0(series) - before_burst.ValueOr0(series);
+    }
+    EXPECT_EQ(executed, static_cast<double>(ok * kItems));
+    EXPECT_EQ(RequestsWithCode(after_burst, "RESOURCE_EXHAUSTED") -
+                  RequestsWithCode(before_burst, "RESOURCE_EXHAUSTED"),
+              exhausted);
+  }
 
   // After the burst, with the queues drained: one request of each kind at a
   // time (the budget admits four at once; five would be a burst again).
