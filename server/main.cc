@@ -90,6 +90,11 @@ ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
           "refusing new calls (lets load balancers move away)");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(30),
           "On SIGTERM: how long calls in flight may take to finish");
+// Operators' view (issue 9 item 8).
+ABSL_FLAG(std::string, access_log, "",
+          "Write one line per finished call (time, method, peer, code, "
+          "items, latency) to this file, appending; \"-\" is standard error "
+          "(empty: no access log)");
 
 namespace sampler::server {
 namespace {
@@ -211,6 +216,15 @@ int Run() {
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
   options.auth = auth;
+  if (const std::string path = absl::GetFlag(FLAGS_access_log); !path.empty()) {
+    absl::StatusOr<std::unique_ptr<AccessLog>> log = AccessLog::Open(path);
+    if (!log.ok()) {
+      std::fprintf(stderr, "sampler-server: --access_log=%s: %s\n",
+                   path.c_str(), std::string(log.status().message()).c_str());
+      return 1;
+    }
+    options.access_log = *std::move(log);
+  }
   auto service = std::make_unique<SamplerServiceImpl>(options, backend->get(),
                                                       metrics.get());
 

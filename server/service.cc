@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 #include "server/grpc_status.h"
 
 namespace sampler::server {
@@ -33,6 +35,78 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// ---- Operators' view and fair admission (issue 9 items 5 and 8) ----
+
+// What the end of a call needs besides its status: where to count it and
+// log it, and who the client was.
+struct CallEnv {
+  Metrics* metrics = nullptr;
+  AccessLog* access_log = nullptr;  // null: no access log
+};
+
+// The client a call is admitted as (QueueBudget): its bearer token when
+// tokens are required (a client behind one token is one client, however
+// many connections it opens), else its peer address, i.e. its connection.
+// The token is kept only as a hash: the budget's map must not hold secrets.
+std::string ClientKey(const grpc::CallbackServerContext& context,
+                      const TokenAuthenticator* auth) {
+  if (auth != nullptr) {
+    const auto& metadata = context.client_metadata();
+    auto it = metadata.find("authorization");
+    if (it != metadata.end()) {
+      return absl::StrCat("token:",
+                          absl::Hash<absl::string_view>{}(absl::string_view(
+                              it->second.data(), it->second.size())));
+    }
+  }
+  return context.peer();
+}
+
+// A deadline that has passed, or is nearer than gRPC's own deadline
+// resolution (1 ms: a client's 1 ns deadline arrives as up to 1 ms
+// away), when the call arrives: no answer can reach the client in time, so
+// the call is answered DEADLINE_EXCEEDED without any work.
+constexpr Clock::duration kDeadlineResolution = std::chrono::milliseconds(1);
+bool ExpiredOnArrival(Clock::time_point deadline) {
+  return deadline != Clock::time_point::max() &&
+         deadline - Clock::now() <= kDeadlineResolution;
+}
+absl::Status ExpiredStatus() {
+  return absl::DeadlineExceededError(
+      "the call's deadline had passed (or was under 1 ms away) when it "
+      "arrived: dropped without work");
+}
+
+// sampler_refused_total's reason for a call answered without work.
+const char* RefusalReason(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kDeadlineExceeded:
+      return "expired_on_arrival";
+    case absl::StatusCode::kResourceExhausted:
+      return "overloaded";
+    case absl::StatusCode::kOutOfRange:
+      return "over_limit";
+    case absl::StatusCode::kInvalidArgument:
+      return "invalid";
+    case absl::StatusCode::kUnauthenticated:
+      return "unauthenticated";
+    default:
+      return "other";
+  }
+}
+
+// Counts, logs and times a finished call. `refused`: answered without its
+// work being done (before any queue, or refused by one).
+void EndCall(const CallEnv& env, const char* rpc, absl::string_view peer,
+             const absl::Status& status, int64_t items, double seconds,
+             bool refused) {
+  env.metrics->RequestDone(rpc, CodeName(status), seconds);
+  if (refused && !status.ok()) env.metrics->Refused(rpc, RefusalReason(status));
+  if (env.access_log != nullptr) {
+    env.access_log->Write(rpc, peer, CodeName(status), items, seconds);
+  }
+}
+
 // Unary calls: validate, bind the output into the response, queue, and
 // finish from whichever thread completes the job.
 template <typename JobT, typename Response, typename BindFn>
@@ -40,27 +114,42 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
                                      grpc::CallbackServerContext* context,
                                      absl::StatusOr<std::shared_ptr<JobT>> job,
                                      Response* response, BindFn bind,
-                                     Batcher<JobT>& batcher, Metrics* metrics) {
+                                     Batcher<JobT>& batcher, const CallEnv& env,
+                                     const TokenAuthenticator* auth) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const Clock::time_point start = Clock::now();
+  Metrics* const metrics = env.metrics;
   metrics->AddInflight(1);
-  auto finish = [reactor, metrics, rpc, start](const absl::Status& status) {
-    metrics->RequestDone(rpc, CodeName(status), SecondsSince(start));
-    metrics->AddInflight(-1);
+  const int64_t items = job.ok() ? (*job)->items : 0;
+  // The peer only when something will log it (a string per call otherwise).
+  std::string peer = env.access_log != nullptr ? context->peer() : "";
+  auto finish = [reactor, env, rpc, start, items, peer = std::move(peer)](
+                    const absl::Status& status, bool refused) {
+    EndCall(env, rpc, peer, status, items, SecondsSince(start), refused);
+    env.metrics->AddInflight(-1);
     reactor->Finish(ToGrpcStatus(status));
   };
   if (!job.ok()) {
-    finish(job.status());
+    finish(job.status(), /*refused=*/true);
     return reactor;
   }
   std::shared_ptr<JobT> j = *std::move(job);
-  bind(*j, response);
   j->deadline = SteadyDeadline(context);
+  if (ExpiredOnArrival(j->deadline)) {
+    finish(ExpiredStatus(), /*refused=*/true);
+    return reactor;
+  }
+  bind(*j, response);
+  j->client = ClientKey(*context, auth);
   // Only called while the job is queued, i.e. before Finish: the context is
   // alive then.
   j->cancelled = [context] { return context->IsCancelled(); };
-  j->done = finish;
-  if (absl::Status queued = batcher.Enqueue(j); !queued.ok()) finish(queued);
+  j->done = [finish](const absl::Status& status) {
+    finish(status, /*refused=*/false);
+  };
+  if (absl::Status queued = batcher.Enqueue(j); !queued.ok()) {
+    finish(queued, /*refused=*/true);
+  }
   return reactor;
 }
 
@@ -77,8 +166,10 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
 
   StreamReactor(const char* rpc, grpc::CallbackServerContext* context,
                 std::shared_ptr<JobT> whole, int64_t units, int64_t chunk_units,
-                SliceFn slice, Batcher<JobT>* batcher, Metrics* metrics)
-      : rpc_(rpc),
+                SliceFn slice, Batcher<JobT>* batcher, Metrics* metrics,
+                std::function<void(const absl::Status&, double)> on_finish = {})
+      : on_finish_(std::move(on_finish)),
+        rpc_(rpc),
         metrics_(metrics),
         start_(Clock::now()),
         deadline_(SteadyDeadline(context)),
@@ -134,7 +225,8 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
   void Plan(Actions& actions) {
     if (finished_) return;
     if (!failure_.ok() || cancelled_) {
-      if (failure_.ok()) failure_ = absl::CancelledError("cancelled by the client");
+      if (failure_.ok())
+        failure_ = absl::CancelledError("cancelled by the client");
       if (!writing_ && outstanding_ == 0) {
         finished_ = true;
         actions.finish = true;
@@ -196,6 +288,7 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
     if (actions.finish) {
       metrics_->RequestDone(rpc_, CodeName(actions.finish_status),
                             SecondsSince(start_));
+      if (on_finish_) on_finish_(actions.finish_status, SecondsSince(start_));
       this->Finish(ToGrpcStatus(actions.finish_status));
     }
   }
@@ -217,12 +310,15 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse> {
     Perform(actions);
   }
 
+  // Refusal counting and the access log (set by ServeStream); first, as the
+  // constructor may already finish the call.
+  const std::function<void(const absl::Status&, double)> on_finish_;
   const char* const rpc_;
   Metrics* const metrics_;
   const Clock::time_point start_;
   const Clock::time_point deadline_;
   const std::shared_ptr<JobT> whole_;
-  const int64_t total_;        // stream units: rows, samples or positions
+  const int64_t total_;  // stream units: rows, samples or positions
   const int64_t chunk_units_;
   const int64_t chunks_;
   const SliceFn slice_;
@@ -246,28 +342,48 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     const char* rpc, Kind kind, grpc::CallbackServerContext* context,
     absl::StatusOr<std::shared_ptr<JobT>> job, const char* chunk_field,
     int64_t client_max_per_chunk, const RequestLimits& limits, SliceFn slice,
-    Batcher<JobT>& batcher, Metrics* metrics) {
+    Batcher<JobT>& batcher, const CallEnv& env,
+    const TokenAuthenticator* auth) {
+  Metrics* const metrics = env.metrics;
   if (job.ok()) {
     if (absl::Status s = ValidateChunkMax(chunk_field, client_max_per_chunk);
         !s.ok()) {
       job = s;
     }
   }
+  if (job.ok() && ExpiredOnArrival(SteadyDeadline(context))) {
+    job = ExpiredStatus();
+  }
+  const int64_t items = job.ok() ? (*job)->items : 0;
+  std::string peer = env.access_log != nullptr ? context->peer() : "";
   if (!job.ok()) {
     class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
      public:
       void OnDone() override { delete this; }
     };
     auto* refusal = new Refusal;
-    metrics->RequestDone(rpc, CodeName(job.status()), 0);
+    EndCall(env, rpc, peer, job.status(), items, 0, /*refused=*/true);
     refusal->Finish(ToGrpcStatus(job.status()));
     return refusal;
   }
+  (*job)->client = ClientKey(*context, auth);
   const int64_t units = StreamUnits(kind, **job);
   const int64_t chunk = ChunkSize(kind, **job, client_max_per_chunk, limits);
-  return new StreamReactor<JobT, ChunkResponse>(rpc, context, *std::move(job),
-                                                units, chunk, std::move(slice),
-                                                &batcher, metrics);
+  // The reactor counts the call itself (RequestDone); this adds the refusal
+  // count (a first chunk refused by the queues is the only way a stream
+  // ends RESOURCE_EXHAUSTED before any work) and the access log line.
+  auto on_finish = [env, rpc, items, peer = std::move(peer)](
+                       const absl::Status& status, double seconds) {
+    if (status.code() == absl::StatusCode::kResourceExhausted) {
+      env.metrics->Refused(rpc, "overloaded");
+    }
+    if (env.access_log != nullptr) {
+      env.access_log->Write(rpc, peer, CodeName(status), items, seconds);
+    }
+  };
+  return new StreamReactor<JobT, ChunkResponse>(
+      rpc, context, *std::move(job), units, chunk, std::move(slice), &batcher,
+      metrics, std::move(on_finish));
 }
 
 // Calls refused by Authenticate (server/auth.h), before their request is
@@ -275,8 +391,9 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
 grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
                                       grpc::CallbackServerContext* context,
                                       const absl::Status& status,
-                                      Metrics* metrics) {
-  metrics->RequestDone(rpc, CodeName(status), 0);
+                                      const CallEnv& env) {
+  EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
+          0, /*refused=*/true);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -284,32 +401,47 @@ grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
 
 template <typename ChunkResponse>
 grpc::ServerWriteReactor<ChunkResponse>* RefuseStream(
-    const char* rpc, const absl::Status& status, Metrics* metrics) {
+    const char* rpc, grpc::CallbackServerContext* context,
+    const absl::Status& status, const CallEnv& env) {
   class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
    public:
     void OnDone() override { delete this; }
   };
   auto* refusal = new Refusal;
-  metrics->RequestDone(rpc, CodeName(status), 0);
+  EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
+          0, /*refused=*/true);
   refusal->Finish(ToGrpcStatus(status));
   return refusal;
 }
 
 }  // namespace
 
-SamplerServiceImpl::SamplerServiceImpl(ServiceOptions options,
-                                       Backend* backend, Metrics* metrics)
-    : options_(std::move(options)),
+namespace {
+// Chunks of streams are sized to fit the queues (validate.h).
+ServiceOptions WithQueueLimit(ServiceOptions options) {
+  options.limits.max_queued_items = options.max_queued_items;
+  return options;
+}
+}  // namespace
+
+SamplerServiceImpl::SamplerServiceImpl(ServiceOptions options, Backend* backend,
+                                       Metrics* metrics)
+    : options_(WithQueueLimit(std::move(options))),
       backend_(backend),
       metrics_(metrics),
       seeds_(EntropySeed),
       budget_(options_.max_queued_items),
-      enumerate_(Kind::kEnumerate, options_.batcher, &budget_, backend, metrics),
+      enumerate_(Kind::kEnumerate, options_.batcher, &budget_, backend,
+                 metrics),
       categorical_(Kind::kCategorical, options_.batcher, &budget_, backend,
                    metrics),
       gamma_(Kind::kGamma, options_.batcher, &budget_, backend, metrics),
-      dirichlet_(Kind::kDirichlet, options_.batcher, &budget_, backend, metrics),
-      boards_(Kind::kBoards, options_.batcher, &budget_, backend, metrics) {}
+      dirichlet_(Kind::kDirichlet, options_.batcher, &budget_, backend,
+                 metrics),
+      boards_(Kind::kBoards, options_.batcher, &budget_, backend, metrics) {
+  metrics_->SetQueueLimitItems(options_.max_queued_items);
+  metrics_->SetBuildInfo(options_.version);
+}
 
 SamplerServiceImpl::~SamplerServiceImpl() { Drain(); }
 
@@ -326,11 +458,13 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::Enumerate(
     v1::EnumerateResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("Enumerate", context, denied, metrics_);
+    return RefuseUnary("Enumerate", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
-  return ServeUnary("Enumerate", context,
-                    ParseEnumerate(*request, options_.limits), response,
-                    BindEnumerate, enumerate_, metrics_);
+  return ServeUnary(
+      "Enumerate", context, ParseEnumerate(*request, options_.limits), response,
+      BindEnumerate, enumerate_, CallEnv{metrics_, options_.access_log.get()},
+      options_.auth.get());
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
@@ -339,12 +473,14 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
     v1::SampleCategoricalResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("SampleCategorical", context, denied, metrics_);
+    return RefuseUnary("SampleCategorical", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeUnary(
       "SampleCategorical", context,
       ParseCategorical(*request, options_.limits, seeds_, /*streamed=*/false),
-      response, BindCategorical, categorical_, metrics_);
+      response, BindCategorical, categorical_,
+      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get());
 }
 
 grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
@@ -354,15 +490,16 @@ SamplerServiceImpl::SampleCategoricalStream(
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
     return RefuseStream<v1::SampleCategoricalStreamResponse>(
-        "SampleCategoricalStream", denied, metrics_);
+        "SampleCategoricalStream", context, denied,
+        CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
       "SampleCategoricalStream", Kind::kCategorical, context,
       ParseCategorical(request->request(), options_.limits, seeds_,
                        /*streamed=*/true),
       "max_rows_per_chunk", request->max_rows_per_chunk(), options_.limits,
-      SliceCategorical,
-      categorical_, metrics_);
+      SliceCategorical, categorical_,
+      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get());
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
@@ -370,12 +507,15 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
     v1::SampleGammaResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("SampleGamma", context, denied, metrics_);
+    return RefuseUnary("SampleGamma", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeUnary("SampleGamma", context,
                     ParseGamma(*request, options_.limits, seeds_,
                                /*streamed=*/false),
-                    response, BindGamma, gamma_, metrics_);
+                    response, BindGamma, gamma_,
+                    CallEnv{metrics_, options_.access_log.get()},
+                    options_.auth.get());
 }
 
 grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>*
@@ -384,8 +524,9 @@ SamplerServiceImpl::SampleGammaStream(
     const v1::SampleGammaStreamRequest* request) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseStream<v1::SampleGammaStreamResponse>("SampleGammaStream",
-                                                       denied, metrics_);
+    return RefuseStream<v1::SampleGammaStreamResponse>(
+        "SampleGammaStream", context, denied,
+        CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
       "SampleGammaStream", Kind::kGamma, context,
@@ -393,7 +534,7 @@ SamplerServiceImpl::SampleGammaStream(
                  /*streamed=*/true),
       "max_samples_per_chunk", request->max_samples_per_chunk(),
       options_.limits, SliceGamma, gamma_,
-      metrics_);
+      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get());
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
@@ -402,11 +543,14 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
     v1::SampleDirichletResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("SampleDirichlet", context, denied, metrics_);
+    return RefuseUnary("SampleDirichlet", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeUnary("SampleDirichlet", context,
                     ParseDirichlet(*request, options_.limits, seeds_), response,
-                    BindDirichlet, dirichlet_, metrics_);
+                    BindDirichlet, dirichlet_,
+                    CallEnv{metrics_, options_.access_log.get()},
+                    options_.auth.get());
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
@@ -415,12 +559,15 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
     v1::SampleBoardsResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("SampleBoards", context, denied, metrics_);
+    return RefuseUnary("SampleBoards", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeUnary("SampleBoards", context,
                     ParseBoards(*request, options_.limits, seeds_,
                                 /*streamed=*/false),
-                    response, BindBoards, boards_, metrics_);
+                    response, BindBoards, boards_,
+                    CallEnv{metrics_, options_.access_log.get()},
+                    options_.auth.get());
 }
 
 grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>*
@@ -429,16 +576,17 @@ SamplerServiceImpl::SampleBoardsStream(
     const v1::SampleBoardsStreamRequest* request) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseStream<v1::SampleBoardsStreamResponse>("SampleBoardsStream",
-                                                        denied, metrics_);
+    return RefuseStream<v1::SampleBoardsStreamResponse>(
+        "SampleBoardsStream", context, denied,
+        CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
       "SampleBoardsStream", Kind::kBoards, context,
       ParseBoards(request->request(), options_.limits, seeds_,
                   /*streamed=*/true),
       "max_positions_per_chunk", request->max_positions_per_chunk(),
-      options_.limits, SliceBoards,
-      boards_, metrics_);
+      options_.limits, SliceBoards, boards_,
+      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get());
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
@@ -447,7 +595,8 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
     v1::GetServerInfoResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("GetServerInfo", context, denied, metrics_);
+    return RefuseUnary("GetServerInfo", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   const Clock::time_point start = Clock::now();
   const BackendInfo info = backend_->Info();
@@ -471,8 +620,31 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
       absl::ToDoubleSeconds(options_.batcher.max_batch_delay));
   limits->set_max_queued_items(options_.max_queued_items);
   limits->set_max_board_sites(kernels::kMaxBoardSites);
+  // Every limit, each reachable (issue 9 item 7; sampler.proto says what
+  // each means).
+  limits->set_max_items_per_stream(options_.limits.max_items_per_stream);
+  limits->set_max_enumerate_pairs(options_.limits.max_enumerate_pairs);
+  limits->set_max_enumerate_support(kernels::kMaxEnumerateSupport);
+  limits->set_max_categorical_draws(kernels::kMaxCategoricalDraws);
+  limits->set_max_board_colours(kernels::kMaxBoardColours);
+  const DerivedLimits derived = DeriveLimits(options_.limits);
+  limits->set_max_gamma_samples_float32(derived.max_gamma_samples_float32);
+  limits->set_max_gamma_samples_float64(derived.max_gamma_samples_float64);
+  limits->set_max_dirichlet_elements_float32(
+      derived.max_dirichlet_elements_float32);
+  limits->set_max_dirichlet_elements_float64(
+      derived.max_dirichlet_elements_float64);
+  limits->set_max_enumerate_elements_float32(
+      derived.max_enumerate_elements_float32);
+  limits->set_max_enumerate_elements_float64(
+      derived.max_enumerate_elements_float64);
+  limits->set_max_categorical_items(derived.max_categorical_items);
+  limits->set_max_board_words(derived.max_board_words);
+  limits->set_max_stream_chunk_items(derived.max_stream_chunk_items);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  metrics_->RequestDone("GetServerInfo", "OK", SecondsSince(start));
+  EndCall(CallEnv{metrics_, options_.access_log.get()}, "GetServerInfo",
+          options_.access_log != nullptr ? context->peer() : "",
+          absl::OkStatus(), 0, SecondsSince(start), /*refused=*/false);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

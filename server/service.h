@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sampler/v1/sampler.grpc.pb.h"
+#include "server/access_log.h"
 #include "server/auth.h"
 #include "server/backend.h"
 #include "server/batcher.h"
@@ -26,6 +27,8 @@ struct ServiceOptions {
   // Bearer tokens every call must carry (null: none needed); checked first
   // in every handler, before the request is parsed.
   std::shared_ptr<const TokenAuthenticator> auth;
+  // One line per finished call when set (--access_log).
+  std::shared_ptr<AccessLog> access_log;
 };
 
 class SamplerServiceImpl final : public v1::SamplerService::CallbackService {
