@@ -1574,16 +1574,19 @@ TEST_F(FairnessTest, OneClientCannotKeepTheQueueWhileAnotherIsRefused) {
   auto a = NewStub(*server_);
   auto b = NewStub(*server_);
   const std::vector<Group> half = {{2.0, 1.0, 500}};
-  auto queued_items = [](double n) {
-    return [n](const MetricsText& m) {
-      return m.Value(ByMethod("sampler_queue_items", "SampleGamma")) == n;
+  // Queued requests (all of 500 items here): sampler_queue_depth rather
+  // than sampler_queue_items, so that the test runs against a server of
+  // before this change too (where it fails at the fair-share refusal).
+  auto queued = [](double requests) {
+    return [requests](const MetricsText& m) {
+      return m.Value(QueueDepth("SampleGamma")) == requests;
     };
   };
   // A fills the queue.
   std::vector<std::shared_ptr<AsyncGamma>> calls;
   calls.push_back(LaunchGamma(*a, GammaGroupsRequest<float>(half, 1)));
   calls.push_back(LaunchGamma(*a, GammaGroupsRequest<float>(half, 2)));
-  ASSERT_TRUE(WaitForMetrics(*server_, queued_items(1000)));
+  ASSERT_TRUE(WaitForMetrics(*server_, queued(2)));
   // B is refused: the queue is full.
   {
     grpc::ClientContext context;
@@ -1604,7 +1607,7 @@ TEST_F(FairnessTest, OneClientCannotKeepTheQueueWhileAnotherIsRefused) {
                        GammaGroupsCpu<float>(half, 1)));
   // A again, first: its share is taken ...
   calls.push_back(LaunchGamma(*a, GammaGroupsRequest<float>(half, 4)));
-  ASSERT_TRUE(WaitForMetrics(*server_, queued_items(500)));
+  ASSERT_TRUE(WaitForMetrics(*server_, queued(1)));
   // ... and the rest is B's: A is refused, naming its fair share.
   {
     grpc::ClientContext context;
