@@ -51,10 +51,13 @@ class BearerTokenFactory
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
-                                           int channel_index,
-                                           const ChannelSecurity& security) {
+std::shared_ptr<grpc::Channel> MakeChannel(
+    const std::string& target, int channel_index,
+    const ChannelSecurity& security, const std::string& service_config_json) {
   grpc::ChannelArguments arguments;
+  if (!service_config_json.empty()) {
+    arguments.SetServiceConfigJSON(service_config_json);
+  }
   arguments.SetMaxReceiveMessageSize(-1);
   arguments.SetMaxSendMessageSize(-1);
   if (channel_index > 0) {

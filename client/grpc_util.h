@@ -44,7 +44,8 @@ struct ChannelSecurity {
 // channel, TLS or not.
 std::shared_ptr<grpc::Channel> MakeChannel(
     const std::string& target, int channel_index = 0,
-    const ChannelSecurity& security = ChannelSecurity());
+    const ChannelSecurity& security = ChannelSecurity(),
+    const std::string& service_config_json = "");
 
 // Sets the deadline to now + timeout; an infinite or non-positive timeout
 // sets none.

@@ -42,6 +42,12 @@ ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(10),
           "How long to wait for the connection before the run starts");
 ABSL_FLAG(int32_t, channels, 1,
           "Channels (TCP connections) the requests are spread over");
+ABSL_FLAG(int32_t, retry_overloaded, 0,
+          "Attempts per request when the server answers RESOURCE_EXHAUSTED "
+          "(2-5; 0: none): gRPC's own retries, with exponential backoff from "
+          "10 ms and the server's grpc-retry-pushback-ms when it sends one, "
+          "as a well-behaved client would; a request counts once, by its "
+          "last answer");
 ABSL_FLAG(uint64_t, seed, 1, "Request i carries seed + i");
 ABSL_FLAG(bool, no_seed, false,
           "Send no seed: the server picks one per request");
@@ -177,8 +183,23 @@ int Main(const std::vector<std::string>& positional) {
   // wrong --target fails at once instead of as a run of errors.
   const absl::Time connect_by =
       absl::Now() + absl::GetFlag(FLAGS_connect_timeout);
+  std::string service_config;
+  if (const int attempts = absl::GetFlag(FLAGS_retry_overloaded);
+      attempts != 0) {
+    if (attempts < 2 || attempts > 5) {
+      return UsageError(
+          absl::InvalidArgumentError("--retry_overloaded must be 0 or 2 to 5"));
+    }
+    service_config = absl::StrCat(
+        R"({"methodConfig": [{"name": [{"service": "sampler.v1.SamplerService"}],)",
+        R"( "retryPolicy": {"maxAttempts": )", attempts,
+        R"(, "initialBackoff": "0.01s", "maxBackoff": "1s",)",
+        R"( "backoffMultiplier": 2,)",
+        R"( "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]})");
+  }
   for (int c = 0; c < channels; ++c) {
-    options.channels.push_back(MakeChannel(target, c, *security));
+    options.channels.push_back(
+        MakeChannel(target, c, *security, service_config));
     if (!options.channels.back()->WaitForConnected(
             absl::ToChronoTime(connect_by))) {
       std::cerr << "sampler-loadgen: UNAVAILABLE: cannot connect to " << target

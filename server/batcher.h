@@ -19,7 +19,9 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,30 +34,156 @@
 
 namespace sampler::server {
 
-// Bounds the work items waiting in all queues together (--max_queued_items).
+// Bounds the work items waiting in all queues together (--max_queued_items)
+// and shares them fairly between clients (issue 9 item 5).
+//
+// A client is whatever the service names it by: the bearer token when
+// tokens are required, else the peer address (one TCP connection). A client
+// alone may fill the whole budget: refusing work while the queue has room
+// would only waste it. But a client refused within the last
+// `waiting_window`, asking for no more than its fair share, is *waiting*,
+// and room is kept for what it asked: while others wait, a client that
+// holds more than its fair share - max_items / (clients with work queued or
+// waiting) - may not take room the waiting clients need. So as queued work
+// drains, the room goes to the clients that were refused rather than back
+// to the one that filled the queue; and a waiting client's retry fits. A
+// client asking for more than its fair share when refused does not make
+// others yield (it gets what is left over), and neither does one that gave
+// up: its claim lapses after the window.
 class QueueBudget {
  public:
-  explicit QueueBudget(int64_t max_items) : max_items_(max_items) {}
+  explicit QueueBudget(int64_t max_items,
+                       absl::Duration waiting_window = absl::Seconds(10))
+      : max_items_(max_items),
+        waiting_window_(absl::ToChronoNanoseconds(waiting_window)) {}
 
-  // Takes `items` if they fit, or all of them when `force` (a chunk of a
-  // stream that was already admitted: refusing it would break a promise).
-  bool TryAcquire(int64_t items, bool force) {
-    int64_t used = used_.load(std::memory_order_relaxed);
-    do {
-      if (!force && used + items > max_items_) return false;
-    } while (!used_.compare_exchange_weak(used, used + items,
-                                          std::memory_order_relaxed));
-    return true;
+  // Takes `items` for `client` when the fairness rule above allows it, or
+  // always when `force` (a chunk of a stream that was already admitted:
+  // refusing it would break a promise). RESOURCE_EXHAUSTED (retry later)
+  // otherwise, saying why.
+  absl::Status Acquire(const std::string& client, int64_t items, bool force) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Clock::time_point now = Clock::now();
+    PruneWaiting(now);
+    auto held_it = held_.find(client);
+    const int64_t held = held_it == held_.end() ? 0 : held_it->second;
+    if (!force) {
+      absl::Status refusal = Check(client, held, items, now);
+      if (!refusal.ok()) return refusal;
+    }
+    held_[client] = held + items;
+    used_ += items;
+    StopWaiting(client);
+    return absl::OkStatus();
   }
-  void Release(int64_t items) {
-    used_.fetch_sub(items, std::memory_order_relaxed);
+
+  void Release(const std::string& client, int64_t items) {
+    std::lock_guard<std::mutex> lock(mu_);
+    used_ -= items;
+    auto it = held_.find(client);
+    if (it == held_.end()) return;  // cannot happen: Acquire created it
+    it->second -= items;
+    if (it->second <= 0) held_.erase(it);
   }
-  int64_t used() const { return used_.load(std::memory_order_relaxed); }
+
+  int64_t used() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return used_;
+  }
+  // Work items `client` holds in the queues.
+  int64_t held(const std::string& client) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = held_.find(client);
+    return it == held_.end() ? 0 : it->second;
+  }
   int64_t max_items() const { return max_items_; }
 
  private:
+  struct Waiting {
+    Clock::time_point since;
+    int64_t items = 0;  // what it asked for, kept free for its retry
+  };
+
+  // Clients with work queued or waiting, `client` included.
+  int64_t Clients(const std::string& client) const {
+    int64_t n = static_cast<int64_t>(held_.size());
+    for (const auto& [name, waiting] : waiting_) {
+      if (held_.count(name) == 0) ++n;
+    }
+    if (held_.count(client) == 0 && waiting_.count(client) == 0) ++n;
+    return n;
+  }
+
+  absl::Status Check(const std::string& client, int64_t held, int64_t items,
+                     Clock::time_point now) {
+    const int64_t clients = Clients(client);
+    const int64_t share = max_items_ / std::max<int64_t>(clients, 1);
+    auto own = waiting_.find(client);
+    const int64_t others_need =
+        waiting_items_ - (own == waiting_.end() ? 0 : own->second.items);
+    if (others_need > 0 && held + items > share &&
+        used_ + items + others_need > max_items_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "server overloaded: this client already has ", held,
+          " work items queued and asks for ", items,
+          " more, over its fair share of ", share, " (max_queued_items ",
+          max_items_, " shared by ", clients,
+          " clients), and the room left is kept for clients that were "
+          "refused; retry later"));
+    }
+    if (used_ + items > max_items_) {
+      // Waiting (room kept for its retry) only when it asks for no more
+      // than a fair share.
+      if (held + items <= share) {
+        StopWaiting(client);
+        waiting_[client] = Waiting{now, items};
+        waiting_items_ += items;
+      }
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "server overloaded: ", used_, " work items queued, limit ",
+          max_items_, " (max_queued_items); retry later"));
+    }
+    return absl::OkStatus();
+  }
+
+  void StopWaiting(const std::string& client) {
+    auto it = waiting_.find(client);
+    if (it == waiting_.end()) return;
+    waiting_items_ -= it->second.items;
+    waiting_.erase(it);
+  }
+
+  // Forgets clients refused longer than waiting_window_ ago. Linear in the
+  // clients waiting, so it runs only when the map has doubled since the last
+  // time or the oldest entry may have expired (checked at most every 1/8th
+  // of the window).
+  void PruneWaiting(Clock::time_point now) {
+    if (waiting_.empty()) return;
+    if (now < next_prune_ &&
+        waiting_.size() < 2 * std::max<size_t>(pruned_size_, 16)) {
+      return;
+    }
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (now - it->second.since > waiting_window_) {
+        waiting_items_ -= it->second.items;
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    pruned_size_ = waiting_.size();
+    next_prune_ = now + waiting_window_ / 8;
+  }
+
   const int64_t max_items_;
-  std::atomic<int64_t> used_{0};
+  const Clock::duration waiting_window_;
+  mutable std::mutex mu_;
+  int64_t used_ = 0;
+  std::unordered_map<std::string, int64_t> held_;  // only clients with > 0
+  std::unordered_map<std::string, Waiting> waiting_;
+  int64_t waiting_items_ = 0;  // sum of waiting_[*].items
+  size_t pruned_size_ = 0;
+  Clock::time_point next_prune_{};
 };
 
 struct BatcherOptions {
@@ -98,25 +226,27 @@ class Batcher {
     if (!admitted_stream_chunk && job->items > budget_->max_items()) {
       // Never fits, whatever the load: not a reason to retry.
       return absl::OutOfRangeError(absl::StrCat(
-          "request of ", job->items, " work items exceeds the server's queue "
-          "capacity of ", budget_->max_items(),
-          " (max_queued_items); split the request"));
+          "request of ", job->items,
+          " work items exceeds the server's queue "
+          "capacity of ",
+          budget_->max_items(), " (max_queued_items); split the request"));
     }
-    if (!budget_->TryAcquire(job->items, admitted_stream_chunk)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "server overloaded: ", budget_->used(), " work items queued, limit ",
-          budget_->max_items(), "; retry later"));
+    if (absl::Status admitted =
+            budget_->Acquire(job->client, job->items, admitted_stream_chunk);
+        !admitted.ok()) {
+      return admitted;
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (draining_) {
-        budget_->Release(job->items);
+        budget_->Release(job->client, job->items);
         return absl::UnavailableError("server is shutting down");
       }
       job->enqueued = Clock::now();
       queued_items_ += job->items;
       queue_.push_back(std::move(job));
       metrics_->SetQueueDepth(kind_, static_cast<int64_t>(queue_.size()));
+      metrics_->SetQueueItems(kind_, queued_items_);
     }
     cv_.notify_all();
     return absl::OkStatus();
@@ -148,7 +278,8 @@ class Batcher {
       // A slot is free: wait until the batch is full or its oldest job has
       // waited long enough (new jobs may arrive meanwhile).
       const Clock::time_point close_at =
-          queue_.front()->enqueued + absl::ToChronoNanoseconds(options_.max_batch_delay);
+          queue_.front()->enqueued +
+          absl::ToChronoNanoseconds(options_.max_batch_delay);
       cv_.wait_until(lock, close_at, [this] {
         return queued_items_ >= options_.max_batch_items || draining_ ||
                (options_.close_when_idle && in_flight_ == 0);
@@ -164,10 +295,11 @@ class Batcher {
           break;
         }
         queued_items_ -= next->items;
-        budget_->Release(next->items);
+        budget_->Release(next->client, next->items);
         if (live) {
           metrics_->QueueWait(
-              kind_, std::chrono::duration<double>(now - next->enqueued).count());
+              kind_,
+              std::chrono::duration<double>(now - next->enqueued).count());
           batch.items += next->items;
           batch.jobs.push_back(std::move(next));
         } else {
@@ -176,6 +308,7 @@ class Batcher {
         queue_.pop_front();
       }
       metrics_->SetQueueDepth(kind_, static_cast<int64_t>(queue_.size()));
+      metrics_->SetQueueItems(kind_, queued_items_);
       if (!batch.jobs.empty()) ++in_flight_;
       // Dropped jobs count as in flight until their done has returned, so
       // that Drain neither returns before then nor sleeps through the end:
@@ -203,7 +336,8 @@ class Batcher {
   void Launch(Batch<JobT> batch) {
     metrics_->BatchClosed(kind_, static_cast<int64_t>(batch.jobs.size()),
                           batch.items);
-    auto jobs = std::make_shared<std::vector<std::shared_ptr<JobT>>>(batch.jobs);
+    auto jobs =
+        std::make_shared<std::vector<std::shared_ptr<JobT>>>(batch.jobs);
     const int64_t items = batch.items;
     backend_->Run(std::move(batch), [this, jobs, items](BatchResult result) {
       metrics_->BatchExecuted(kind_, result.device, result.device_seconds,

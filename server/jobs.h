@@ -41,6 +41,9 @@ struct Job {
   // Work items: samples, rows x draws, output elements or positions. Batches
   // close on these; queues are bounded by them.
   int64_t items = 0;
+  // Who asked, for fair admission (QueueBudget): the bearer token or the
+  // peer address; chunks of a stream carry their stream's.
+  std::string client;
   // The seed used (echoed to the client).
   uint64_t seed = 0;
   // When the client stops waiting; Clock::time_point::max() for never.

@@ -125,6 +125,11 @@ ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
 ABSL_FLAG(absl::Duration, stream_stall_timeout, absl::Seconds(30),
           "Cancel a stream whose client has read nothing for this long "
           "(its write made no progress); 0 = never");
+// Operators' view (issue 9 item 8).
+ABSL_FLAG(std::string, access_log, "",
+          "Write one line per finished call (time, method, peer, code, "
+          "items, latency) to this file, appending; \"-\" is standard error "
+          "(empty: no access log)");
 
 namespace sampler::server {
 namespace {
@@ -300,6 +305,15 @@ int Run(ShutdownWatchdog& watchdog) {
                  absl::FormatDuration(options.stream_stall_timeout).c_str());
     return 1;
   }
+  if (const std::string path = absl::GetFlag(FLAGS_access_log); !path.empty()) {
+    absl::StatusOr<std::unique_ptr<AccessLog>> log = AccessLog::Open(path);
+    if (!log.ok()) {
+      std::fprintf(stderr, "sampler-server: --access_log=%s: %s\n",
+                   path.c_str(), std::string(log.status().message()).c_str());
+      return 1;
+    }
+    options.access_log = *std::move(log);
+  }
   auto service = std::make_unique<SamplerServiceImpl>(options, backend->get(),
                                                       metrics.get());
 
@@ -342,8 +356,10 @@ int Run(ShutdownWatchdog& watchdog) {
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(std::make_unique<BadBodyInterceptorFactory>(
-      [m = metrics.get()](const std::string& /*method*/) {
-        m->Refused("bad_body");
+      [m = metrics.get()](const std::string& method) {
+        // "/sampler.v1.SamplerService/SampleGamma" -> "SampleGamma".
+        m->Refused(std::string_view(method).substr(method.rfind('/') + 1),
+                   "bad_body");
       }));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(service.get());

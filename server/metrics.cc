@@ -1,16 +1,23 @@
 #include "server/metrics.h"
 
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 
@@ -70,7 +77,68 @@ std::string RpcLabel(int rpc) {
 // histogram's sum for good; clocks are steady, so this is only a guard.
 double NonNegative(double v) { return v >= 0 ? v : 0; }
 
+int ReasonIndex(std::string_view reason) {
+  for (int i = 0; i < kNumRefusalReasons; ++i) {
+    if (kRefusalReasons[i] == reason) return i;
+  }
+  return kNumRefusalReasons - 1;  // "other"
+}
+
+prometheus::MetricFamily GaugeFamily(const std::string& name,
+                                     const std::string& help, double value) {
+  prometheus::MetricFamily family;
+  family.name = name;
+  family.help = help;
+  family.type = prometheus::MetricType::Gauge;
+  prometheus::ClientMetric metric;
+  metric.gauge.value = value;
+  family.metric.push_back(metric);
+  return family;
+}
+
 }  // namespace
+
+// The standard process metrics, read from /proc/self at each collection.
+class ProcessCollector : public prometheus::Collectable {
+ public:
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> families;
+    const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+    // statm: size resident shared text lib data dt, in pages.
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+      unsigned long size = 0, resident = 0;
+      if (std::fscanf(f, "%lu %lu", &size, &resident) == 2) {
+        families.push_back(GaugeFamily("process_resident_memory_bytes",
+                                       "Resident memory size in bytes.",
+                                       resident * page));
+        families.push_back(GaugeFamily("process_virtual_memory_bytes",
+                                       "Virtual memory size in bytes.",
+                                       size * page));
+      }
+      std::fclose(f);
+    }
+    if (DIR* dir = opendir("/proc/self/fd")) {
+      int64_t n = 0;
+      while (const dirent* entry = readdir(dir)) {
+        if (entry->d_name[0] != '.') ++n;
+      }
+      closedir(dir);
+      // Less the descriptor of the listing itself.
+      families.push_back(GaugeFamily("process_open_fds",
+                                     "Number of open file descriptors.",
+                                     static_cast<double>(n - 1)));
+    }
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      families.push_back(GaugeFamily(
+          "process_max_fds", "Maximum number of open file descriptors.",
+          limit.rlim_cur == RLIM_INFINITY
+              ? -1.0
+              : static_cast<double>(limit.rlim_cur)));
+    }
+    return families;
+  }
+};
 
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   using prometheus::BuildCounter;
@@ -124,8 +192,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 
   const std::vector<double> time_buckets = TimeBuckets();
   for (int i = 0; i < kNumRpcs; ++i) {
-    request_duration_[i] =
-        &request_duration_family_->Add({{"method", RpcLabel(i)}}, time_buckets);
+    request_duration_[i][0].store(
+        &request_duration_family_->Add(
+            {{"method", RpcLabel(i)}, {"code", "OK"}}, time_buckets),
+        std::memory_order_release);
     // OK is pre-created so that rate() of every method starts at zero
     // instead of being absent until its first request; other codes (and the
     // "unknown" method) appear on first use.
@@ -147,17 +217,38 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   }
   inflight_ = &inflight.Add({});
 
-  // Refusals before any handler (issue 9 items 2 and 9): a separate block.
-  refused_total_ = &BuildCounter()
-                        .Name("sampler_refused_total")
-                        .Help(
-                            "Calls refused before reaching a handler, by "
-                            "reason (bad_body: not a valid protobuf "
-                            "request message).")
-                        .Register(r);
-  for (const char* reason : {"bad_body"}) {
-    refused_total_->Add({{"reason", reason}});
+  // Operators' view (issue 9 item 8).
+  refused_family_ =
+      &BuildCounter()
+           .Name("sampler_refused_total")
+           .Help(
+               "Calls answered without their work being done, by method and "
+               "reason (expired_on_arrival, overloaded, over_limit, invalid, "
+               "unauthenticated, other).")
+           .Register(r);
+  auto& queue_items = BuildGauge()
+                          .Name("sampler_queue_items")
+                          .Help(
+                              "Work items waiting in a batcher queue (the "
+                              "unit of --max_queued_items).")
+                          .Register(r);
+  for (Kind kind : kAllKinds) {
+    queue_items_[KindIndex(kind)] =
+        &queue_items.Add({{"method", MethodName(kind)}});
   }
+  queue_limit_items_ =
+      &BuildGauge()
+           .Name("sampler_queue_limit_items")
+           .Help(
+               "Work items that may wait in all queues together "
+               "(--max_queued_items).")
+           .Register(r)
+           .Add({});
+  build_info_ = &BuildGauge()
+                     .Name("sampler_build_info")
+                     .Help("1, labelled with the server's version.")
+                     .Register(r);
+  process_ = std::make_shared<ProcessCollector>();
 
   // Stream protection (issue 9 item 2), one series per streamed RPC, made
   // up front so that the count starts at 0.
@@ -178,10 +269,6 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 
 Metrics::~Metrics() = default;
 
-void Metrics::Refused(std::string_view reason) {
-  refused_total_->Add({{"reason", std::string(reason)}}).Increment();
-}
-
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
     const std::string& listen) {
   auto metrics = std::make_unique<Metrics>();
@@ -198,6 +285,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
         absl::StrCat("cannot serve metrics on \"", listen, "\""));
   }
   metrics->exposer_->RegisterCollectable(metrics->registry_);
+  metrics->exposer_->RegisterCollectable(metrics->process_);
   return metrics;
 }
 
@@ -213,22 +301,52 @@ prometheus::Counter& Metrics::RequestCounter(int rpc, int code) {
   return *counter;
 }
 
+prometheus::Histogram& Metrics::RequestDuration(int rpc, int code) {
+  std::atomic<prometheus::Histogram*>& slot = request_duration_[rpc][code];
+  prometheus::Histogram* h = slot.load(std::memory_order_acquire);
+  if (h == nullptr) {
+    // Family::Add returns the existing histogram for the same labels.
+    h = &request_duration_family_->Add(
+        {{"method", RpcLabel(rpc)},
+         {"code", std::string(kStatusCodeNames[code])}},
+        TimeBuckets());
+    slot.store(h, std::memory_order_release);
+  }
+  return *h;
+}
+
 void Metrics::RequestDone(std::string_view rpc, std::string_view code_name,
                           double seconds) {
   const int r = RpcIndex(rpc);
-  RequestCounter(r, CodeIndex(code_name)).Increment();
-  prometheus::Histogram* h = nullptr;
-  if (r < kNumRpcs) {
-    h = request_duration_[r];
-  } else {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (request_duration_[r] == nullptr) {
-      request_duration_[r] = &request_duration_family_->Add(
-          {{"method", RpcLabel(r)}}, TimeBuckets());
-    }
-    h = request_duration_[r];
+  const int c = CodeIndex(code_name);
+  RequestCounter(r, c).Increment();
+  RequestDuration(r, c).Observe(NonNegative(seconds));
+}
+
+void Metrics::Refused(std::string_view rpc, std::string_view reason) {
+  const int r = RpcIndex(rpc);
+  const int why = ReasonIndex(reason);
+  std::atomic<prometheus::Counter*>& slot = refused_[r][why];
+  prometheus::Counter* counter = slot.load(std::memory_order_acquire);
+  if (counter == nullptr) {
+    counter =
+        &refused_family_->Add({{"method", RpcLabel(r)},
+                               {"reason", std::string(kRefusalReasons[why])}});
+    slot.store(counter, std::memory_order_release);
   }
-  h->Observe(NonNegative(seconds));
+  counter->Increment();
+}
+
+void Metrics::SetQueueItems(Kind kind, int64_t items) {
+  queue_items_[KindIndex(kind)]->Set(static_cast<double>(items));
+}
+
+void Metrics::SetQueueLimitItems(int64_t items) {
+  queue_limit_items_->Set(static_cast<double>(items));
+}
+
+void Metrics::SetBuildInfo(const std::string& version) {
+  build_info_->Add({{"version", version}}).Set(1);
 }
 
 void Metrics::QueueWait(Kind kind, double seconds) {
@@ -287,7 +405,11 @@ void Metrics::StreamStalled(std::string_view rpc) {
 }
 
 std::string Metrics::Scrape() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (prometheus::MetricFamily& family : process_->Collect()) {
+    families.push_back(std::move(family));
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 int Metrics::BoundPort() const {

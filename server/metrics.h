@@ -61,6 +61,20 @@ inline constexpr std::string_view kStatusCodeNames[] = {"OK",
 inline constexpr int kNumStatusCodes =
     sizeof(kStatusCodeNames) / sizeof(kStatusCodeNames[0]);
 
+// The `reason` label of sampler_refused_total.
+inline constexpr std::string_view kRefusalReasons[] = {
+    "expired_on_arrival",  // the deadline had passed when the call arrived
+    "overloaded",          // queues full or over the client's fair share
+    "over_limit",          // OUT_OF_RANGE: items, message size, enumeration
+    "invalid",             // INVALID_ARGUMENT
+    "unauthenticated",     // no or a wrong bearer token
+    "bad_body",            // not a protobuf message of the request type
+    "other"};
+inline constexpr int kNumRefusalReasons =
+    sizeof(kRefusalReasons) / sizeof(kRefusalReasons[0]);
+
+class ProcessCollector;  // metrics.cc
+
 // Thread-safe; every method may be called from any thread.
 class Metrics {
  public:
@@ -77,7 +91,9 @@ class Metrics {
   Metrics& operator=(const Metrics&) = delete;
 
   // A finished RPC: sampler_requests_total{method,code} and
-  // sampler_request_duration_seconds{method}. `rpc` is one of kRpcNames and
+  // sampler_request_duration_seconds{method,code} (by code too: under
+  // overload the fast refusals would otherwise hide what the accepted calls
+  // waited). `rpc` is one of kRpcNames and
   // `code_name` one of kStatusCodeNames; anything else is counted under
   // "unknown" and "UNKNOWN" so that label sets stay small.
   void RequestDone(std::string_view rpc, std::string_view code_name,
@@ -99,17 +115,31 @@ class Metrics {
   void SetPoolBytes(const std::string& device, const std::string& state,
                     int64_t bytes);
 
-  // A call refused before it reached a handler:
-  // sampler_refused_total{reason}. Reasons are a small fixed set
-  // ("bad_body"), so label sets stay small.
-  void Refused(std::string_view reason);
-
   // Stream protection (issue 9 item 2): a stream cancelled because its
   // client read nothing for --stream_stall_timeout:
   // sampler_streams_stalled_total{method}.
   void StreamStalled(std::string_view rpc);
 
-  // The registry in the text exposition format, as /metrics serves it.
+  // ---- Operators' view (issue 9 item 8) ----
+  // Why a call was answered without its work being done:
+  // sampler_refused_total{method,reason}. `reason` is one of kRefusalReasons
+  // (anything else counts as "other"). Refused streams are those with a
+  // *Stream method. Bodies that do not parse are counted as "bad_body" by
+  // the interceptor (server/bad_body_interceptor.h); messages over
+  // --max_message_bytes that gRPC refuses before a handler runs are not
+  // visible here (gRPC's callback API answers them itself).
+  void Refused(std::string_view rpc, std::string_view reason);
+  // Work items waiting in a kind's queue: sampler_queue_items{method} (the
+  // unit of --max_queued_items, which sampler_queue_limit_items reports).
+  void SetQueueItems(Kind kind, int64_t items);
+  void SetQueueLimitItems(int64_t items);
+  // sampler_build_info{version} = 1.
+  void SetBuildInfo(const std::string& version);
+
+  // The registry in the text exposition format, as /metrics serves it, with
+  // the process metrics (process_resident_memory_bytes,
+  // process_virtual_memory_bytes, process_open_fds, process_max_fds, read
+  // from /proc/self at each scrape: prometheus-cpp has no process collector).
   std::string Scrape() const;
   // The port the exposer listens on (the one picked for port 0), or -1 when
   // there is no exposer.
@@ -136,8 +166,22 @@ class Metrics {
   std::array<std::array<std::atomic<prometheus::Counter*>, kNumStatusCodes>,
              kNumRpcs + 1>
       requests_{};
-  // The last ("unknown") entry is created on first use, under mu_.
-  std::array<prometheus::Histogram*, kNumRpcs + 1> request_duration_{};
+  // Durations by [rpc][code], created on first use like the counters (OK
+  // pre-created).
+  prometheus::Histogram& RequestDuration(int rpc, int code);
+  std::array<std::array<std::atomic<prometheus::Histogram*>, kNumStatusCodes>,
+             kNumRpcs + 1>
+      request_duration_{};
+
+  // Operators' view (Refused, SetQueueItems, SetBuildInfo).
+  prometheus::Family<prometheus::Counter>* refused_family_ = nullptr;
+  std::array<std::array<std::atomic<prometheus::Counter*>, kNumRefusalReasons>,
+             kNumRpcs + 1>
+      refused_{};
+  std::array<prometheus::Gauge*, kNumKinds> queue_items_{};
+  prometheus::Gauge* queue_limit_items_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* build_info_ = nullptr;
+  std::shared_ptr<ProcessCollector> process_;
 
   std::array<prometheus::Histogram*, kNumKinds> queue_wait_{};
   std::array<prometheus::Histogram*, kNumKinds> batch_requests_{};
@@ -145,9 +189,6 @@ class Metrics {
   std::array<prometheus::Counter*, kNumKinds> items_total_{};
   std::array<prometheus::Gauge*, kNumKinds> queue_depth_{};
   prometheus::Gauge* inflight_ = nullptr;
-  // sampler_refused_total{reason}; Family::Add returns the existing counter
-  // for known labels and is thread-safe.
-  prometheus::Family<prometheus::Counter>* refused_total_ = nullptr;
   // sampler_streams_stalled_total by rpc (only the streamed ones are used).
   std::array<prometheus::Counter*, kNumRpcs + 1> streams_stalled_{};
 

@@ -12,9 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "sampler/kernels/contract.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "sampler/kernels/contract.h"
 #include "server/grpc_status.h"
 
 namespace sampler::server {
@@ -48,6 +50,81 @@ void AddContractVersion(grpc::CallbackServerContext* context) {
                               std::to_string(kernels::kContractVersion));
 }
 
+// ---- Operators' view and fair admission (issue 9 items 5 and 8) ----
+
+// What the end of a call needs besides its status: where to count it and
+// log it, and who the client was.
+struct CallEnv {
+  Metrics* metrics = nullptr;
+  AccessLog* access_log = nullptr;  // null: no access log
+};
+
+// The client a call is admitted as (QueueBudget): its bearer token when
+// tokens are required (a client behind one token is one client, however
+// many connections it opens), else its peer address, i.e. its connection.
+// The token is kept only as a hash: the budget's map must not hold secrets.
+std::string ClientKey(const grpc::CallbackServerContext& context,
+                      const TokenAuthenticator* auth) {
+  if (auth != nullptr) {
+    const auto& metadata = context.client_metadata();
+    auto it = metadata.find("authorization");
+    if (it != metadata.end()) {
+      return absl::StrCat("token:",
+                          absl::Hash<absl::string_view>{}(absl::string_view(
+                              it->second.data(), it->second.size())));
+    }
+  }
+  return context.peer();
+}
+
+// A deadline that has passed, or is nearer than gRPC's own deadline
+// resolution (1 ms), when the call arrives: no answer can reach the client
+// in time, so the call is answered DEADLINE_EXCEEDED without any work.
+// Measured on loopback: of calls sent with a 1 ns deadline, most arrive
+// already expired, but some arrive looking up to ~9 ms away (gRPC encodes
+// the timeout from a cached clock); those are dropped when their batch
+// closes if expired by then, else answered (the client has gone).
+constexpr Clock::duration kDeadlineResolution = std::chrono::milliseconds(1);
+bool ExpiredOnArrival(Clock::time_point deadline) {
+  return deadline != Clock::time_point::max() &&
+         deadline - Clock::now() <= kDeadlineResolution;
+}
+absl::Status ExpiredStatus() {
+  return absl::DeadlineExceededError(
+      "the call's deadline had passed (or was under 1 ms away) when it "
+      "arrived: dropped without work");
+}
+
+// sampler_refused_total's reason for a call answered without work.
+const char* RefusalReason(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kDeadlineExceeded:
+      return "expired_on_arrival";
+    case absl::StatusCode::kResourceExhausted:
+      return "overloaded";
+    case absl::StatusCode::kOutOfRange:
+      return "over_limit";
+    case absl::StatusCode::kInvalidArgument:
+      return "invalid";
+    case absl::StatusCode::kUnauthenticated:
+      return "unauthenticated";
+    default:
+      return "other";
+  }
+}
+
+// Counts, logs and times a finished call. `refused`: answered without its
+// work being done (before any queue, or refused by one).
+void EndCall(const CallEnv& env, const char* rpc, absl::string_view peer,
+             const absl::Status& status, int64_t items, double seconds,
+             bool refused) {
+  env.metrics->RequestDone(rpc, CodeName(status), seconds);
+  if (refused && !status.ok()) env.metrics->Refused(rpc, RefusalReason(status));
+  if (env.access_log != nullptr) {
+    env.access_log->Write(rpc, peer, CodeName(status), items, seconds);
+  }
+}
+
 // Unary calls: validate, bind the output into the response, queue, and
 // finish from whichever thread completes the job.
 template <typename JobT, typename Response, typename BindFn>
@@ -55,28 +132,43 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
                                      grpc::CallbackServerContext* context,
                                      absl::StatusOr<std::shared_ptr<JobT>> job,
                                      Response* response, BindFn bind,
-                                     Batcher<JobT>& batcher, Metrics* metrics) {
+                                     Batcher<JobT>& batcher, const CallEnv& env,
+                                     const TokenAuthenticator* auth) {
   AddContractVersion(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const Clock::time_point start = Clock::now();
+  Metrics* const metrics = env.metrics;
   metrics->AddInflight(1);
-  auto finish = [reactor, metrics, rpc, start](const absl::Status& status) {
-    metrics->RequestDone(rpc, CodeName(status), SecondsSince(start));
-    metrics->AddInflight(-1);
+  const int64_t items = job.ok() ? (*job)->items : 0;
+  // The peer only when something will log it (a string per call otherwise).
+  std::string peer = env.access_log != nullptr ? context->peer() : "";
+  auto finish = [reactor, env, rpc, start, items, peer = std::move(peer)](
+                    const absl::Status& status, bool refused) {
+    EndCall(env, rpc, peer, status, items, SecondsSince(start), refused);
+    env.metrics->AddInflight(-1);
     reactor->Finish(ToGrpcStatus(status));
   };
   if (!job.ok()) {
-    finish(job.status());
+    finish(job.status(), /*refused=*/true);
     return reactor;
   }
   std::shared_ptr<JobT> j = *std::move(job);
-  bind(*j, response);
   j->deadline = SteadyDeadline(context);
+  if (ExpiredOnArrival(j->deadline)) {
+    finish(ExpiredStatus(), /*refused=*/true);
+    return reactor;
+  }
+  bind(*j, response);
+  j->client = ClientKey(*context, auth);
   // Only called while the job is queued, i.e. before Finish: the context is
   // alive then.
   j->cancelled = [context] { return context->IsCancelled(); };
-  j->done = finish;
-  if (absl::Status queued = batcher.Enqueue(j); !queued.ok()) finish(queued);
+  j->done = [finish](const absl::Status& status) {
+    finish(status, /*refused=*/false);
+  };
+  if (absl::Status queued = batcher.Enqueue(j); !queued.ok()) {
+    finish(queued, /*refused=*/true);
+  }
   return reactor;
 }
 
@@ -109,8 +201,10 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
   StreamReactor(const char* rpc, grpc::CallbackServerContext* context,
                 std::shared_ptr<JobT> whole, int64_t units, StreamPlan plan,
                 SliceFn slice, CutFn cut, Batcher<JobT>* batcher,
-                Metrics* metrics, StallWatch* watch)
-      : rpc_(rpc),
+                Metrics* metrics, StallWatch* watch,
+                std::function<void(const absl::Status&, double)> on_finish = {})
+      : on_finish_(std::move(on_finish)),
+        rpc_(rpc),
         context_(context),
         metrics_(metrics),
         watch_(watch),
@@ -209,7 +303,8 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
   void Plan(Actions& actions) {
     if (finished_) return;
     if (!failure_.ok() || cancelled_) {
-      if (failure_.ok()) failure_ = absl::CancelledError("cancelled by the client");
+      if (failure_.ok())
+        failure_ = absl::CancelledError("cancelled by the client");
       if (!writing_ && outstanding_ == 0) {
         finished_ = true;
         actions.finish = true;
@@ -305,6 +400,7 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
     if (actions.finish) {
       metrics_->RequestDone(rpc_, CodeName(actions.finish_status),
                             SecondsSince(start_));
+      if (on_finish_) on_finish_(actions.finish_status, SecondsSince(start_));
       this->Finish(ToGrpcStatus(actions.finish_status));
     }
   }
@@ -326,6 +422,9 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
     Perform(actions);
   }
 
+  // Refusal counting and the access log (set by ServeStream); first, as the
+  // constructor may already finish the call.
+  const std::function<void(const absl::Status&, double)> on_finish_;
   const char* const rpc_;
   grpc::CallbackServerContext* const context_;
   Metrics* const metrics_;
@@ -366,33 +465,53 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     absl::StatusOr<std::shared_ptr<JobT>> job, const char* chunk_field,
     int64_t client_max_per_chunk, const ServiceOptions& options, SliceFn slice,
     typename StreamReactor<JobT, ChunkResponse>::CutFn cut,
-    Batcher<JobT>& batcher, Metrics* metrics, StallWatch* watch) {
+    Batcher<JobT>& batcher, const CallEnv& env, const TokenAuthenticator* auth,
+    StallWatch* watch) {
   AddContractVersion(context);
+  Metrics* const metrics = env.metrics;
   if (job.ok()) {
     if (absl::Status s = ValidateChunkMax(chunk_field, client_max_per_chunk);
         !s.ok()) {
       job = s;
     }
   }
+  if (job.ok() && ExpiredOnArrival(SteadyDeadline(context))) {
+    job = ExpiredStatus();
+  }
+  const int64_t items = job.ok() ? (*job)->items : 0;
+  std::string peer = env.access_log != nullptr ? context->peer() : "";
   if (!job.ok()) {
     class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
      public:
       void OnDone() override { delete this; }
     };
     auto* refusal = new Refusal;
-    metrics->RequestDone(rpc, CodeName(job.status()), 0);
+    EndCall(env, rpc, peer, job.status(), items, 0, /*refused=*/true);
     refusal->Finish(ToGrpcStatus(job.status()));
     return refusal;
   }
+  (*job)->client = ClientKey(*context, auth);
   const int64_t units = StreamUnits(kind, **job);
   // A piece holds at most the queue budget's share of one stream's window:
   // a stream then fits an idle server's queue, whatever its size.
   const StreamPlan plan = PlanStream(
       kind, **job, client_max_per_chunk, options.limits,
       options.max_queued_items / StreamReactor<JobT, ChunkResponse>::kWindow);
-  return new StreamReactor<JobT, ChunkResponse>(rpc, context, *std::move(job),
-                                                units, plan, std::move(slice),
-                                                cut, &batcher, metrics, watch);
+  // The reactor counts the call itself (RequestDone); this adds the refusal
+  // count (a first piece refused by the queues is the only way a stream
+  // ends RESOURCE_EXHAUSTED before any work) and the access log line.
+  auto on_finish = [env, rpc, items, peer = std::move(peer)](
+                       const absl::Status& status, double seconds) {
+    if (status.code() == absl::StatusCode::kResourceExhausted) {
+      env.metrics->Refused(rpc, "overloaded");
+    }
+    if (env.access_log != nullptr) {
+      env.access_log->Write(rpc, peer, CodeName(status), items, seconds);
+    }
+  };
+  return new StreamReactor<JobT, ChunkResponse>(
+      rpc, context, *std::move(job), units, plan, std::move(slice), cut,
+      &batcher, metrics, watch, std::move(on_finish));
 }
 
 // Calls refused by Authenticate (server/auth.h), before their request is
@@ -400,9 +519,10 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
 grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
                                       grpc::CallbackServerContext* context,
                                       const absl::Status& status,
-                                      Metrics* metrics) {
+                                      const CallEnv& env) {
   AddContractVersion(context);
-  metrics->RequestDone(rpc, CodeName(status), 0);
+  EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
+          0, /*refused=*/true);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -410,35 +530,49 @@ grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
 
 template <typename ChunkResponse>
 grpc::ServerWriteReactor<ChunkResponse>* RefuseStream(
-    grpc::CallbackServerContext* context, const char* rpc,
-    const absl::Status& status, Metrics* metrics) {
+    const char* rpc, grpc::CallbackServerContext* context,
+    const absl::Status& status, const CallEnv& env) {
   AddContractVersion(context);
   class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
    public:
     void OnDone() override { delete this; }
   };
   auto* refusal = new Refusal;
-  metrics->RequestDone(rpc, CodeName(status), 0);
+  EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
+          0, /*refused=*/true);
   refusal->Finish(ToGrpcStatus(status));
   return refusal;
 }
 
 }  // namespace
 
-SamplerServiceImpl::SamplerServiceImpl(ServiceOptions options,
-                                       Backend* backend, Metrics* metrics)
-    : options_(std::move(options)),
+namespace {
+// Chunks of streams are sized to fit the queues (validate.h).
+ServiceOptions WithQueueLimit(ServiceOptions options) {
+  options.limits.max_queued_items = options.max_queued_items;
+  return options;
+}
+}  // namespace
+
+SamplerServiceImpl::SamplerServiceImpl(ServiceOptions options, Backend* backend,
+                                       Metrics* metrics)
+    : options_(WithQueueLimit(std::move(options))),
       backend_(backend),
       metrics_(metrics),
       seeds_(EntropySeed),
       budget_(options_.max_queued_items),
-      enumerate_(Kind::kEnumerate, options_.batcher, &budget_, backend, metrics),
+      enumerate_(Kind::kEnumerate, options_.batcher, &budget_, backend,
+                 metrics),
       categorical_(Kind::kCategorical, options_.batcher, &budget_, backend,
                    metrics),
       gamma_(Kind::kGamma, options_.batcher, &budget_, backend, metrics),
-      dirichlet_(Kind::kDirichlet, options_.batcher, &budget_, backend, metrics),
+      dirichlet_(Kind::kDirichlet, options_.batcher, &budget_, backend,
+                 metrics),
       boards_(Kind::kBoards, options_.batcher, &budget_, backend, metrics),
-      stall_watch_(options_.stream_stall_timeout) {}
+      stall_watch_(options_.stream_stall_timeout) {
+  metrics_->SetQueueLimitItems(options_.max_queued_items);
+  metrics_->SetBuildInfo(options_.version);
+}
 
 SamplerServiceImpl::~SamplerServiceImpl() { Drain(); }
 
@@ -455,11 +589,13 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::Enumerate(
     v1::EnumerateResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("Enumerate", context, denied, metrics_);
+    return RefuseUnary("Enumerate", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
-  return ServeUnary("Enumerate", context,
-                    ParseEnumerate(*request, options_.limits), response,
-                    BindEnumerate, enumerate_, metrics_);
+  return ServeUnary(
+      "Enumerate", context, ParseEnumerate(*request, options_.limits), response,
+      BindEnumerate, enumerate_, CallEnv{metrics_, options_.access_log.get()},
+      options_.auth.get());
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
@@ -468,12 +604,14 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
     v1::SampleCategoricalResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("SampleCategorical", context, denied, metrics_);
+    return RefuseUnary("SampleCategorical", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeUnary(
       "SampleCategorical", context,
       ParseCategorical(*request, options_.limits, seeds_, /*streamed=*/false),
-      response, BindCategorical, categorical_, metrics_);
+      response, BindCategorical, categorical_,
+      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get());
 }
 
 grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
@@ -483,14 +621,16 @@ SamplerServiceImpl::SampleCategoricalStream(
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
     return RefuseStream<v1::SampleCategoricalStreamResponse>(
-        context, "SampleCategoricalStream", denied, metrics_);
+        "SampleCategoricalStream", context, denied,
+        CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
       "SampleCategoricalStream", Kind::kCategorical, context,
       ParseCategorical(request->request(), options_.limits, seeds_,
                        /*streamed=*/true),
       "max_rows_per_chunk", request->max_rows_per_chunk(), options_,
-      SliceCategorical, CutCategoricalMessage, categorical_, metrics_,
+      SliceCategorical, CutCategoricalMessage, categorical_,
+      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get(),
       &stall_watch_);
 }
 
@@ -499,12 +639,15 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
     v1::SampleGammaResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("SampleGamma", context, denied, metrics_);
+    return RefuseUnary("SampleGamma", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeUnary("SampleGamma", context,
                     ParseGamma(*request, options_.limits, seeds_,
                                /*streamed=*/false),
-                    response, BindGamma, gamma_, metrics_);
+                    response, BindGamma, gamma_,
+                    CallEnv{metrics_, options_.access_log.get()},
+                    options_.auth.get());
 }
 
 grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>*
@@ -514,14 +657,17 @@ SamplerServiceImpl::SampleGammaStream(
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
     return RefuseStream<v1::SampleGammaStreamResponse>(
-        context, "SampleGammaStream", denied, metrics_);
+        "SampleGammaStream", context, denied,
+        CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
       "SampleGammaStream", Kind::kGamma, context,
       ParseGamma(request->request(), options_.limits, seeds_,
                  /*streamed=*/true),
       "max_samples_per_chunk", request->max_samples_per_chunk(), options_,
-      SliceGamma, CutGammaMessage, gamma_, metrics_, &stall_watch_);
+      SliceGamma, CutGammaMessage, gamma_,
+      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get(),
+      &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
@@ -530,11 +676,14 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
     v1::SampleDirichletResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("SampleDirichlet", context, denied, metrics_);
+    return RefuseUnary("SampleDirichlet", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeUnary("SampleDirichlet", context,
                     ParseDirichlet(*request, options_.limits, seeds_), response,
-                    BindDirichlet, dirichlet_, metrics_);
+                    BindDirichlet, dirichlet_,
+                    CallEnv{metrics_, options_.access_log.get()},
+                    options_.auth.get());
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
@@ -543,12 +692,15 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
     v1::SampleBoardsResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("SampleBoards", context, denied, metrics_);
+    return RefuseUnary("SampleBoards", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeUnary("SampleBoards", context,
                     ParseBoards(*request, options_.limits, seeds_,
                                 /*streamed=*/false),
-                    response, BindBoards, boards_, metrics_);
+                    response, BindBoards, boards_,
+                    CallEnv{metrics_, options_.access_log.get()},
+                    options_.auth.get());
 }
 
 grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>*
@@ -558,14 +710,17 @@ SamplerServiceImpl::SampleBoardsStream(
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
     return RefuseStream<v1::SampleBoardsStreamResponse>(
-        context, "SampleBoardsStream", denied, metrics_);
+        "SampleBoardsStream", context, denied,
+        CallEnv{metrics_, options_.access_log.get()});
   }
   return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
       "SampleBoardsStream", Kind::kBoards, context,
       ParseBoards(request->request(), options_.limits, seeds_,
                   /*streamed=*/true),
       "max_positions_per_chunk", request->max_positions_per_chunk(), options_,
-      SliceBoards, CutBoardsMessage, boards_, metrics_, &stall_watch_);
+      SliceBoards, CutBoardsMessage, boards_,
+      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get(),
+      &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
@@ -574,7 +729,8 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
     v1::GetServerInfoResponse* response) {
   if (absl::Status denied = Authenticate(options_.auth.get(), *context);
       !denied.ok()) {
-    return RefuseUnary("GetServerInfo", context, denied, metrics_);
+    return RefuseUnary("GetServerInfo", context, denied,
+                       CallEnv{metrics_, options_.access_log.get()});
   }
   AddContractVersion(context);
   const Clock::time_point start = Clock::now();
@@ -600,8 +756,31 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
       absl::ToDoubleSeconds(options_.batcher.max_batch_delay));
   limits->set_max_queued_items(options_.max_queued_items);
   limits->set_max_board_sites(kernels::kMaxBoardSites);
+  // Every limit, each reachable (issue 9 item 7; sampler.proto says what
+  // each means).
+  limits->set_max_items_per_stream(options_.limits.max_items_per_stream);
+  limits->set_max_enumerate_pairs(options_.limits.max_enumerate_pairs);
+  limits->set_max_enumerate_support(kernels::kMaxEnumerateSupport);
+  limits->set_max_categorical_draws(kernels::kMaxCategoricalDraws);
+  limits->set_max_board_colours(kernels::kMaxBoardColours);
+  const DerivedLimits derived = DeriveLimits(options_.limits);
+  limits->set_max_gamma_samples_float32(derived.max_gamma_samples_float32);
+  limits->set_max_gamma_samples_float64(derived.max_gamma_samples_float64);
+  limits->set_max_dirichlet_elements_float32(
+      derived.max_dirichlet_elements_float32);
+  limits->set_max_dirichlet_elements_float64(
+      derived.max_dirichlet_elements_float64);
+  limits->set_max_enumerate_elements_float32(
+      derived.max_enumerate_elements_float32);
+  limits->set_max_enumerate_elements_float64(
+      derived.max_enumerate_elements_float64);
+  limits->set_max_categorical_items(derived.max_categorical_items);
+  limits->set_max_board_words(derived.max_board_words);
+  limits->set_max_stream_chunk_items(derived.max_stream_chunk_items);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  metrics_->RequestDone("GetServerInfo", "OK", SecondsSince(start));
+  EndCall(CallEnv{metrics_, options_.access_log.get()}, "GetServerInfo",
+          options_.access_log != nullptr ? context->peer() : "",
+          absl::OkStatus(), 0, SecondsSince(start), /*refused=*/false);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

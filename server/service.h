@@ -12,6 +12,7 @@
 #include <string>
 
 #include "sampler/v1/sampler.grpc.pb.h"
+#include "server/access_log.h"
 #include "server/auth.h"
 #include "server/backend.h"
 #include "server/batcher.h"
@@ -32,6 +33,8 @@ struct ServiceOptions {
   // A stream whose write has made no progress for this long (its client
   // reads nothing) is cancelled (--stream_stall_timeout); zero: never.
   absl::Duration stream_stall_timeout = absl::Seconds(30);
+  // One line per finished call when set (--access_log).
+  std::shared_ptr<AccessLog> access_log;
 };
 
 class SamplerServiceImpl final : public v1::SamplerService::CallbackService {

@@ -298,6 +298,21 @@ int64_t MaxMessageBytes(const RequestLimits& limits) {
 int64_t MaxUnaryItems(const RequestLimits& limits) {
   return std::min(limits.max_items_per_request, kProtoMaxBytes);
 }
+// Items in one chunk of a stream: one unary request's worth, and at most
+// half the queues (a chunk larger than the queues could never be admitted,
+// and one that takes them all would almost always be refused).
+int64_t MaxStreamChunkItems(const RequestLimits& limits) {
+  return std::max<int64_t>(
+      std::min(MaxUnaryItems(limits), limits.max_queued_items / 2), 1);
+}
+// Most items of `item_bytes` each that a unary response of `overhead` plus
+// those items can hold (the size estimates of the Build functions below).
+int64_t MaxItemsInMessage(const RequestLimits& limits, int64_t overhead,
+                          int64_t item_bytes) {
+  const int64_t room = MaxMessageBytes(limits) - overhead;
+  return std::max<int64_t>(
+      std::min(MaxUnaryItems(limits), room < 0 ? 0 : room / item_bytes), 0);
+}
 
 absl::Status CheckLimits(Kind kind, bool streamed, const Size& size,
                          const RequestLimits& limits) {
@@ -427,9 +442,43 @@ struct StreamedGammaJob : GammaJob {
   std::vector<int64_t> group_ends;
 };
 
+// Samples that overflow. Gamma(shape, scale) = scale * G with G ~
+// Gamma(shape, 1), and P(G > shape + 10 sqrt(shape) + 50) < 2^-64 for every
+// shape > 0 (Chernoff: P(G >= x) <= (e x / shape)^shape e^-x; at shape 1 the
+// bound is e^-61, at 10 e^-59, at 100 e^-58, and the normal tail at large
+// shapes is 10 standard deviations). The rule: scale times that bound must
+// be finite in the request's precision, else INVALID_ARGUMENT naming the
+// parameter, since +inf samples answered with OK are wrong answers. Log
+// output (log scale + log G) cannot overflow and is not checked.
+double GammaHighQuantileBound(double shape) {
+  return shape + 10 * std::sqrt(shape) + 50;
+}
+
+template <typename T>
+absl::Status CheckGammaOverflow(T shape, T scale,
+                                absl::FunctionRef<std::string()> what) {
+  // In long double: the product of two doubles near their maximum stays
+  // finite there, and is compared against T's largest value exactly.
+  const long double top =
+      static_cast<long double>(scale) *
+      static_cast<long double>(GammaHighQuantileBound(shape));
+  if (top <= static_cast<long double>(std::numeric_limits<T>::max())) {
+    return absl::OkStatus();
+  }
+  return Invalid(what(), ": shape ", FormatValue(shape), " with scale ",
+                 FormatValue(scale), " gives samples that overflow ",
+                 std::is_same_v<T, float> ? "float32" : "float64",
+                 " (the request's precision) with non-negligible probability "
+                 "(rule: scale * (shape + 10 sqrt(shape) + 50) must be finite)"
+                 "; use a smaller scale, ",
+                 std::is_same_v<T, float> ? "PRECISION_FLOAT64 or " : "",
+                 "log_output");
+}
+
 template <typename T>
 absl::Status BuildGammaElements(const v1::GammaElements& elements,
-                                GammaWork<T>* work, Size* size) {
+                                bool log_output, GammaWork<T>* work,
+                                Size* size) {
   const int64_t n = RealsSize(elements.shape());
   if (n < 0) return Missing("elements.shape");
   if (n == 0) {
@@ -457,6 +506,16 @@ absl::Status BuildGammaElements(const v1::GammaElements& elements,
                    work->shape, scales == 0 ? ones : work->scale),
                "elements.");
   if (!s.ok()) return s;
+  if (!log_output) {
+    for (int64_t i = 0; i < n; ++i) {
+      s = CheckGammaOverflow<T>(
+          work->shape[i], scales == 0 ? T(1) : work->scale[i], [&] {
+            return absl::StrCat(
+                scales == 0 ? "elements.shape[" : "elements.scale[", i, "]");
+          });
+      if (!s.ok()) return s;
+    }
+  }
   size->items = n;
   return absl::OkStatus();
 }
@@ -464,8 +523,8 @@ absl::Status BuildGammaElements(const v1::GammaElements& elements,
 // Returns the exact total in size->items, or kInt64Max when it overflowed
 // (an OUT_OF_RANGE for any limit).
 template <typename T>
-absl::Status BuildGammaGroups(const v1::GammaGroups& groups, GammaWork<T>* work,
-                              Size* size) {
+absl::Status BuildGammaGroups(const v1::GammaGroups& groups, bool log_output,
+                              GammaWork<T>* work, Size* size) {
   int64_t total = 0;
   work->groups.resize(groups.groups_size());
   for (int g = 0; g < groups.groups_size(); ++g) {
@@ -494,9 +553,17 @@ absl::Status BuildGammaGroups(const v1::GammaGroups& groups, GammaWork<T>* work,
   }
   size->items = total;
   if (total == kInt64Max) return absl::OkStatus();  // the limits refuse it
-  return Prefixed(kernels::ValidateGammaGroups<T>(work->groups,
-                                                  static_cast<uint64_t>(total)),
-                  "groups.");
+  absl::Status s = Prefixed(kernels::ValidateGammaGroups<T>(
+                                work->groups, static_cast<uint64_t>(total)),
+                            "groups.");
+  if (!s.ok() || log_output) return s;
+  for (int g = 0; g < groups.groups_size(); ++g) {
+    s = CheckGammaOverflow<T>(
+        work->groups[g].shape, work->groups[g].scale,
+        [&] { return absl::StrCat("groups.groups[", g, "]"); });
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 template <typename T>
@@ -505,10 +572,11 @@ absl::Status BuildGamma(const v1::SampleGammaRequest& request,
   absl::Status s;
   switch (request.parameters_case()) {
     case v1::SampleGammaRequest::kElements:
-      s = BuildGammaElements(request.elements(), work, size);
+      s = BuildGammaElements(request.elements(), request.log_output(), work,
+                             size);
       break;
     case v1::SampleGammaRequest::kGroups:
-      s = BuildGammaGroups(request.groups(), work, size);
+      s = BuildGammaGroups(request.groups(), request.log_output(), work, size);
       break;
     case v1::SampleGammaRequest::PARAMETERS_NOT_SET:
       return Invalid("parameters: missing (set elements or groups)");
@@ -745,6 +813,7 @@ int64_t UnitItems(Kind kind, const Job& whole) {
 
 // Copies what a chunk shares with its whole request.
 void CopyCommon(const Job& whole, Job* chunk) {
+  chunk->client = whole.client;
   chunk->seed = whole.seed;
   chunk->deadline = whole.deadline;
   chunk->cancelled = whole.cancelled;
@@ -755,6 +824,28 @@ bool ValidRange(int64_t first, int64_t count, int64_t total) {
 }
 
 }  // namespace
+
+// =============================================================== Limits ===
+
+DerivedLimits DeriveLimits(const RequestLimits& limits) {
+  DerivedLimits d;
+  d.max_gamma_samples_float32 = MaxItemsInMessage(limits, kMessageOverhead, 4);
+  d.max_gamma_samples_float64 = MaxItemsInMessage(limits, kMessageOverhead, 8);
+  d.max_dirichlet_elements_float32 = d.max_gamma_samples_float32;
+  d.max_dirichlet_elements_float64 = d.max_gamma_samples_float64;
+  d.max_enumerate_elements_float32 =
+      std::min(kernels::kMaxEnumerateSupport,
+               MaxItemsInMessage(limits, kMessageOverhead + kPmfOverhead, 4));
+  d.max_enumerate_elements_float64 =
+      std::min(kernels::kMaxEnumerateSupport,
+               MaxItemsInMessage(limits, kMessageOverhead + kPmfOverhead, 8));
+  d.max_categorical_items = MaxItemsInMessage(limits, kMessageOverhead, 1);
+  // Words, not positions: one position is at least one word per colour.
+  d.max_board_words =
+      std::max<int64_t>((MaxMessageBytes(limits) - kMessageOverhead) / 8, 0);
+  d.max_stream_chunk_items = MaxStreamChunkItems(limits);
+  return d;
+}
 
 // =============================================================== Parse ====
 
@@ -1025,9 +1116,9 @@ int64_t ChunkSize(Kind kind, const Job& whole, int64_t client_max_per_chunk,
       1);
   int64_t units = std::max<int64_t>(
       budget / std::max<int64_t>(UnitBytes(kind, whole), 1), 1);
-  units = std::min(
-      units,
-      std::max<int64_t>(MaxUnaryItems(limits) / UnitItems(kind, whole), 1));
+  const int64_t max_units = std::max<int64_t>(
+      MaxStreamChunkItems(limits) / UnitItems(kind, whole), 1);
+  units = std::min(units, max_units);
   // Whole warps: categorical rows run on lane (first_row + r) mod 32, and
   // chunks that start at multiples of 32 keep every warp of a chunk full.
   if (units >= 64) units -= units % 32;

@@ -77,7 +77,28 @@ struct RequestLimits {
   // max_message_bytes): big enough to batch well, small enough to keep
   // latency and memory per chunk low.
   int64_t target_chunk_bytes = int64_t{4} << 20;
+  // The queues' capacity (--max_queued_items): a stream's chunk holds at
+  // most half of it (MaxStreamChunkItems), so that a stream always fits.
+  int64_t max_queued_items = int64_t{1} << 62;
 };
+
+// The limits that follow from RequestLimits for each kind and precision
+// (issue 9 item 7): exact thresholds of the Parse functions below, which
+// GetServerInfo reports (sampler.v1.Limits documents each) and startup
+// checks can use to refuse a flag set under which a kind could never be
+// served (a field < 1). A pure function of `limits`.
+struct DerivedLimits {
+  int64_t max_gamma_samples_float32 = 0;
+  int64_t max_gamma_samples_float64 = 0;
+  int64_t max_dirichlet_elements_float32 = 0;
+  int64_t max_dirichlet_elements_float64 = 0;
+  int64_t max_enumerate_elements_float32 = 0;  // one problem
+  int64_t max_enumerate_elements_float64 = 0;
+  int64_t max_categorical_items = 0;  // at most 128 categories
+  int64_t max_board_words = 0;
+  int64_t max_stream_chunk_items = 0;
+};
+DerivedLimits DeriveLimits(const RequestLimits& limits);
 
 // ------------------------------------------------------------------ Parse --
 // Each Parse checks every field, applies the proto's defaults (precision

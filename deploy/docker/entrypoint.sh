@@ -37,6 +37,8 @@
 #   SAMPLER_MAX_CONNECTION_AGE    --max_connection_age
 #   SAMPLER_MAX_CONNECTION_AGE_GRACE --max_connection_age_grace
 #   SAMPLER_HANDSHAKE_TIMEOUT     --handshake_timeout
+#   SAMPLER_STREAM_STALL_TIMEOUT  --stream_stall_timeout  0: never
+#   SAMPLER_ACCESS_LOG            --access_log        a file, or - for stderr
 #   SAMPLER_TLS_CERT_FILE         --tls_cert_file     PEM chain; with the key: TLS
 #   SAMPLER_TLS_KEY_FILE          --tls_key_file
 #   SAMPLER_TLS_CLIENT_CA_FILE    --tls_client_ca_file  mutual TLS
@@ -61,7 +63,8 @@ for name in LISTEN METRICS_LISTEN BACKEND MAX_BATCH_ITEMS MAX_BATCH_DELAY \
     STREAMS_PER_GPU GPU_POOL_LIMIT_BYTES GPU_POOL_RELEASE_THRESHOLD_BYTES \
     DRAIN_DELAY SHUTDOWN_GRACE TLS_CERT_FILE TLS_KEY_FILE TLS_CLIENT_CA_FILE \
     AUTH_TOKEN_FILE REFLECTION MAX_CONCURRENT_STREAMS MEMORY_QUOTA_BYTES \
-    MAX_CONNECTION_AGE MAX_CONNECTION_AGE_GRACE HANDSHAKE_TIMEOUT; do
+    MAX_CONNECTION_AGE MAX_CONNECTION_AGE_GRACE HANDSHAKE_TIMEOUT \
+    STREAM_STALL_TIMEOUT ACCESS_LOG; do
   eval "set_=\${SAMPLER_$name+yes}"
   if [ "$set_" = yes ]; then
     eval "value=\$SAMPLER_$name"

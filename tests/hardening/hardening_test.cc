@@ -11,7 +11,7 @@
 // - BadBody: a request body that is not a protobuf message gets
 //   INVALID_ARGUMENT naming the expected message (UNIMPLEMENTED with no
 //   message before), for unary and streamed methods, and is counted in
-//   sampler_refused_total{reason="bad_body"}.
+//   sampler_refused_total{method,reason="bad_body"}.
 // - ShutdownBounded: SIGTERM while a call that would run for minutes is in
 //   flight; the process exits by itself, long before that call could end,
 //   within --shutdown_grace + the 5 s margin (+ a generous allowance for a
@@ -329,9 +329,15 @@ TEST(BadBody, GarbageGetsInvalidArgumentNamingTheMessage) {
   absl::StatusOr<std::string> text =
       HttpGet(server->metrics_port(), "/metrics");
   ASSERT_TRUE(text.ok()) << text.status();
-  EXPECT_EQ(
-      MetricsText(*text).ValueOr0("sampler_refused_total{reason=\"bad_body\"}"),
-      methods.size());
+  // One count per method, labelled with the method's short name.
+  for (const auto& [method, type] : methods) {
+    const std::string rpc = method.substr(method.rfind('/') + 1);
+    EXPECT_EQ(MetricsText(*text).ValueOr0(absl::StrCat(
+                  "sampler_refused_total{method=\"", rpc,
+                  "\",reason=\"bad_body\"}")),
+              1)
+        << rpc;
+  }
   EXPECT_EQ(server->Stop(), 0);
 }
 

@@ -1106,6 +1106,105 @@ TEST_F(ServiceTest, GetServerInfoReportsTheFlags) {
   EXPECT_EQ(info.limits().max_board_sites(), kernels::kMaxBoardSites);
   EXPECT_GT(info.limits().max_batch_items(), 0);
   EXPECT_GT(info.limits().max_queued_items(), 0);
+  // Every limit is reported (issue 9 item 7).
+  const v1::Limits& limits = info.limits();
+  EXPECT_GT(limits.max_items_per_stream(), kMaxItemsPerRequest);
+  EXPECT_GT(limits.max_enumerate_pairs(), 0);
+  EXPECT_EQ(limits.max_enumerate_support(), kernels::kMaxEnumerateSupport);
+  EXPECT_EQ(limits.max_categorical_draws(), kernels::kMaxCategoricalDraws);
+  EXPECT_EQ(limits.max_board_colours(), kernels::kMaxBoardColours);
+  // float32: capped by max_items_per_request; float64 by the message.
+  EXPECT_EQ(limits.max_gamma_samples_float32(),
+            std::min(kMaxItemsPerRequest, (kMaxMessageBytes - 256) / 4));
+  EXPECT_EQ(limits.max_gamma_samples_float64(), (kMaxMessageBytes - 256) / 8);
+  EXPECT_EQ(limits.max_dirichlet_elements_float64(),
+            (kMaxMessageBytes - 256) / 8);
+  EXPECT_GT(limits.max_enumerate_elements_float32(), 0);
+  EXPECT_GT(limits.max_enumerate_elements_float64(), 0);
+  EXPECT_EQ(limits.max_categorical_items(), kMaxItemsPerRequest);
+  EXPECT_GT(limits.max_board_words(), 0);
+  EXPECT_GT(limits.max_stream_chunk_items(), 0);
+}
+
+// Issue 9 item 7: the reported float64 gamma limit is reachable over gRPC
+// (and one more sample is OUT_OF_RANGE), where max_items_per_request alone
+// promised more than a message can hold.
+TEST_F(ServiceTest, TheReportedGammaLimitIsReachable) {
+  v1::GetServerInfoResponse info;
+  {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    ASSERT_TRUE(
+        stub_->GetServerInfo(&context, v1::GetServerInfoRequest(), &info).ok());
+  }
+  const int64_t max = info.limits().max_gamma_samples_float64();
+  ASSERT_LT(max, info.limits().max_items_per_request());
+  {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleGammaResponse response;
+    const grpc::Status status = stub_->SampleGamma(
+        &context, GammaGroupsRequest<double>({{2.0, 1.0, max}}, 5), &response);
+    ASSERT_TRUE(status.ok()) << Describe(status);
+    EXPECT_EQ(response.samples().f64().values_size(), max);
+  }
+  grpc::ClientContext context;
+  SetDeadline(context);
+  v1::SampleGammaResponse response;
+  const grpc::Status status = stub_->SampleGamma(
+      &context, GammaGroupsRequest<double>({{2.0, 1.0, max + 1}}, 5),
+      &response);
+  EXPECT_EQ(status.error_code(), StatusCode::OUT_OF_RANGE) << Describe(status);
+}
+
+// Issue 9 item 8: a call whose deadline has passed when it arrives (a 1 ns
+// deadline was answered OK) is answered DEADLINE_EXCEEDED without work, and
+// counted as expired on arrival. Some 1 ns calls never reach the server
+// (the client gives up first) and a few arrive looking some milliseconds
+// away (gRPC's cached clocks): of 50, at least one must be counted, and
+// samples are computed only for calls the server answered OK.
+TEST_F(ServiceTest, ACallExpiredOnArrivalIsDroppedWithoutWork) {
+  {  // A connected channel: the calls below are sent, not failed locally.
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleGammaResponse response;
+    ASSERT_TRUE(stub_->SampleGamma(&context, SmallGamma(1, 1), &response).ok());
+  }
+  const MetricsText before = Scrape(*server_);
+  constexpr int kCalls = 50;
+  constexpr int64_t kSamples = 1000;
+  for (int i = 0; i < kCalls; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::nanoseconds(1));
+    v1::SampleGammaResponse response;
+    const grpc::Status status = stub_->SampleGamma(
+        &context, GammaGroupsRequest<double>({{2.0, 1.0, kSamples}}, 5),
+        &response);
+    EXPECT_EQ(status.error_code(), StatusCode::DEADLINE_EXCEEDED)
+        << Describe(status);
+  }
+  const std::string expired =
+      "sampler_refused_total{method=\"SampleGamma\",reason="
+      "\"expired_on_arrival\"}";
+  // The server's verdicts follow the client's: wait until nothing is left
+  // in flight.
+  ASSERT_TRUE(WaitForMetrics(*server_, [](const MetricsText& m) {
+    return m.Value(kInflight) == 0.0;
+  }));
+  const MetricsText after = Scrape(*server_);
+  const double dropped = after.ValueOr0(expired) - before.ValueOr0(expired);
+  EXPECT_GE(dropped, 1) << "no call counted as expired on arrival";
+  EXPECT_LE(dropped, kCalls);
+  const double ok = after.ValueOr0(Requests("SampleGamma", "OK")) -
+                    before.ValueOr0(Requests("SampleGamma", "OK"));
+  EXPECT_EQ(after.ValueOr0(ByMethod("sampler_items_total", "SampleGamma")) -
+                before.ValueOr0(ByMethod("sampler_items_total", "SampleGamma")),
+            ok * kSamples);
+  // Every expired one was answered DEADLINE_EXCEEDED.
+  EXPECT_GE(after.ValueOr0(Requests("SampleGamma", "DEADLINE_EXCEEDED")) -
+                before.ValueOr0(Requests("SampleGamma", "DEADLINE_EXCEEDED")),
+            dropped);
 }
 
 // The randomness contract version (docs/randomness.md) that a client pins:
@@ -1408,6 +1507,23 @@ TEST_F(ServiceTest, MetricsHaveEveryFamilyAndCountRequestsAndItems) {
   for (const auto& [name, type] : families) {
     EXPECT_EQ(before.FamilyType(name), type) << name;
   }
+  // Operators' view (issue 9 item 8): queue depth in items and its limit,
+  // the build, the process's memory and descriptors.
+  for (const auto& [name, type] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"sampler_queue_items", "gauge"},
+           {"sampler_queue_limit_items", "gauge"},
+           {"sampler_build_info", "gauge"},
+           {"process_resident_memory_bytes", "gauge"},
+           {"process_virtual_memory_bytes", "gauge"},
+           {"process_open_fds", "gauge"},
+           {"process_max_fds", "gauge"}}) {
+    EXPECT_EQ(before.FamilyType(name), type) << name;
+  }
+  EXPECT_EQ(before.ValueOr0(ByMethod("sampler_queue_items", "SampleGamma")), 0);
+  EXPECT_GT(before.ValueOr0("sampler_queue_limit_items"), 0);
+  EXPECT_GT(before.ValueOr0("process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GE(before.ValueOr0("process_open_fds"), 3);
   // sampler_device_pool_bytes has series only where there are device pools
   // (not on this CPU backend), and the exposition omits empty families.
 
@@ -1437,9 +1553,17 @@ TEST_F(ServiceTest, MetricsHaveEveryFamilyAndCountRequestsAndItems) {
   EXPECT_EQ(delta(Requests("SampleGamma", "OK")), 1);
   EXPECT_EQ(delta(Requests("SampleGamma", "INVALID_ARGUMENT")), 1);
   EXPECT_EQ(delta(ByMethod("sampler_items_total", "SampleGamma")), 100);
-  EXPECT_EQ(
-      delta(ByMethod("sampler_request_duration_seconds_count", "SampleGamma")),
-      2);
+  // Latency by code (issue 9 item 8): the refusal apart from the answer.
+  EXPECT_EQ(delta("sampler_request_duration_seconds_count{code=\"OK\","
+                  "method=\"SampleGamma\"}"),
+            1);
+  EXPECT_EQ(delta("sampler_request_duration_seconds_count{code="
+                  "\"INVALID_ARGUMENT\",method=\"SampleGamma\"}"),
+            1);
+  // The bad one was refused without work, and counted as such.
+  EXPECT_EQ(delta("sampler_refused_total{method=\"SampleGamma\",reason="
+                  "\"invalid\"}"),
+            1);
   EXPECT_EQ(delta(ByMethod("sampler_batch_items_sum", "SampleGamma")), 100);
   EXPECT_EQ(delta(ByMethod("sampler_queue_wait_seconds_count", "SampleGamma")),
             1);
@@ -1663,6 +1787,98 @@ TEST_F(SlowBatchTest, AStreamWhoseFirstChunkDoesNotFitIsRefusedAtOnce) {
 
 // ============================================================ batching ====
 
+// ============================================================ fairness ====
+
+// Issue 9 item 5: two clients (two connections) and a queue of 1000 items
+// that holds its jobs for 300 ms, with the access log on standard error.
+class FairnessTest : public ServerSuite<FairnessTest> {
+ public:
+  static std::vector<std::string> Flags() {
+    return {"--max_batch_delay=300ms", "--close_batch_when_idle=false",
+            "--max_batch_items=1000000000", "--max_queued_items=1000",
+            "--access_log=-"};
+  }
+};
+
+// Client A fills the queue; B is refused. Once A's work has run, A asks
+// again first: it gets its fair share (half), but not the room B needs; B's
+// retry is accepted. Every accepted call is answered exactly; the refused
+// get RESOURCE_EXHAUSTED saying why.
+TEST_F(FairnessTest, OneClientCannotKeepTheQueueWhileAnotherIsRefused) {
+  auto a = NewStub(*server_);
+  auto b = NewStub(*server_);
+  const std::vector<Group> half = {{2.0, 1.0, 500}};
+  // Queued requests (all of 500 items here): sampler_queue_depth rather
+  // than sampler_queue_items, so that the test runs against a server of
+  // before this change too (where it fails at the fair-share refusal).
+  auto queued = [](double requests) {
+    return [requests](const MetricsText& m) {
+      return m.Value(QueueDepth("SampleGamma")) == requests;
+    };
+  };
+  // A fills the queue.
+  std::vector<std::shared_ptr<AsyncGamma>> calls;
+  calls.push_back(LaunchGamma(*a, GammaGroupsRequest<float>(half, 1)));
+  calls.push_back(LaunchGamma(*a, GammaGroupsRequest<float>(half, 2)));
+  ASSERT_TRUE(WaitForMetrics(*server_, queued(2)));
+  // B is refused: the queue is full.
+  {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleGammaResponse response;
+    const grpc::Status status =
+        b->SampleGamma(&context, GammaGroupsRequest<float>(half, 3), &response);
+    EXPECT_EQ(status.error_code(), StatusCode::RESOURCE_EXHAUSTED)
+        << Describe(status);
+    EXPECT_TRUE(absl::StrContains(status.error_message(), "max_queued_items"))
+        << Describe(status);
+  }
+  for (auto& call : calls) {
+    ASSERT_TRUE(call->Wait());
+    ASSERT_TRUE(call->Status().ok()) << Describe(call->Status());
+  }
+  EXPECT_TRUE(SameBits(Values<float>(calls[0]->response.samples()),
+                       GammaGroupsCpu<float>(half, 1)));
+  // A again, first: its share is taken ...
+  calls.push_back(LaunchGamma(*a, GammaGroupsRequest<float>(half, 4)));
+  ASSERT_TRUE(WaitForMetrics(*server_, queued(1)));
+  // ... and the rest is B's: A is refused, naming its fair share.
+  {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleGammaResponse response;
+    const grpc::Status status =
+        a->SampleGamma(&context, GammaGroupsRequest<float>(half, 5), &response);
+    EXPECT_EQ(status.error_code(), StatusCode::RESOURCE_EXHAUSTED)
+        << Describe(status);
+    EXPECT_TRUE(absl::StrContains(status.error_message(), "fair share"))
+        << Describe(status);
+  }
+  // B's retry is accepted and answered exactly.
+  {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleGammaResponse response;
+    const grpc::Status status =
+        b->SampleGamma(&context, GammaGroupsRequest<float>(half, 3), &response);
+    ASSERT_TRUE(status.ok()) << Describe(status);
+    EXPECT_TRUE(SameBits(Values<float>(response.samples()),
+                         GammaGroupsCpu<float>(half, 3)));
+  }
+  ASSERT_TRUE(calls.back()->Wait());
+  ASSERT_TRUE(calls.back()->Status().ok()) << Describe(calls.back()->Status());
+  EXPECT_TRUE(SameBits(Values<float>(calls.back()->response.samples()),
+                       GammaGroupsCpu<float>(half, 4)));
+  // The access log has a line per call, with method, peer, code, items and
+  // latency (one of B's refusals, for instance).
+  EXPECT_TRUE(server_->WaitForStderr("method=SampleGamma peer=ipv4:127.0.0.1:",
+                                     kPatience));
+  const std::string log = server_->Stderr();
+  EXPECT_TRUE(absl::StrContains(log, "code=RESOURCE_EXHAUSTED items=500"))
+      << log;
+  EXPECT_TRUE(absl::StrContains(log, "code=OK items=500 latency_s=")) << log;
+}
+
 // Batches that close after 50 ms: concurrent requests arriving within that
 // window share them.
 class BatchingTest : public ServerSuite<BatchingTest> {
@@ -1872,8 +2088,8 @@ TEST_F(StallTest, AStreamWhoseClientStopsReadingIsCancelledAndCounted) {
 TEST(ShutdownTest, SigtermFinishesCallsInFlightRefusesNewOnesAndExitsZero) {
   std::unique_ptr<ServerProcess> server =
       StartServer({"--max_batch_delay=2s", "--close_batch_when_idle=false",
-                   "--max_batch_items=1000000000",
-                   "--drain_delay=300ms", "--shutdown_grace=20s"});
+                   "--max_batch_items=1000000000", "--drain_delay=300ms",
+                   "--shutdown_grace=20s"});
   ASSERT_NE(server, nullptr);
   auto channel = NewChannel(*server);
   auto stub = v1::SamplerService::NewStub(channel);

@@ -77,6 +77,8 @@ void RecordSome(Metrics& m) {
   m.AddInflight(-1);
   m.SetPoolBytes("0", "used", 1 << 20);
   m.SetPoolBytes("0", "reserved", 1 << 21);
+  m.Refused("SampleGamma", "overloaded");
+  m.SetBuildInfo("1.2.3");
 }
 
 TEST(MetricsTest, FamiliesOnceWithTypes) {
@@ -95,6 +97,15 @@ TEST(MetricsTest, FamiliesOnceWithTypes) {
       {"sampler_inflight_requests", "gauge"},
       {"sampler_device_pool_bytes", "gauge"},
       {"sampler_streams_stalled_total", "counter"},
+      // Operators' view (issue 9 item 8).
+      {"sampler_refused_total", "counter"},
+      {"sampler_queue_items", "gauge"},
+      {"sampler_queue_limit_items", "gauge"},
+      {"sampler_build_info", "gauge"},
+      {"process_resident_memory_bytes", "gauge"},
+      {"process_virtual_memory_bytes", "gauge"},
+      {"process_open_fds", "gauge"},
+      {"process_max_fds", "gauge"},
   };
   for (const auto& [name, type] : types) {
     EXPECT_EQ(CountPrefix(text, "# TYPE " + name + " "), 1) << name;
@@ -122,13 +133,18 @@ TEST(MetricsTest, LabelsAndValues) {
                   "method=\"GetServerInfo\"}"),
             0);
   EXPECT_EQ(Value(text,
-                  "sampler_request_duration_seconds_count{method="
-                  "\"SampleGamma\"}"),
+                  "sampler_request_duration_seconds_count{code=\"OK\","
+                  "method=\"SampleGamma\"}"),
             2);
   EXPECT_DOUBLE_EQ(Value(text,
-                         "sampler_request_duration_seconds_sum{method="
-                         "\"SampleGamma\"}"),
+                         "sampler_request_duration_seconds_sum{code=\"OK\","
+                         "method=\"SampleGamma\"}"),
                    0.005);
+  // Latency by code too: the fast refusals apart from the answers.
+  EXPECT_EQ(Value(text,
+                  "sampler_request_duration_seconds_count{code="
+                  "\"INVALID_ARGUMENT\",method=\"SampleGammaStream\"}"),
+            1);
   EXPECT_EQ(
       Value(text, "sampler_queue_wait_seconds_count{method=\"SampleGamma\"}"),
       1);
@@ -175,6 +191,50 @@ TEST(MetricsTest, LabelsAndValues) {
             0);
 }
 
+// Issue 9 item 8: refusals by reason, queue depth in items, build info and
+// the process's memory and descriptors.
+TEST(MetricsTest, OperatorsView) {
+  Metrics m;
+  m.Refused("SampleGamma", "expired_on_arrival");
+  m.Refused("SampleGammaStream", "overloaded");
+  m.Refused("SampleGammaStream", "overloaded");
+  m.Refused("NoSuchRpc", "no_such_reason");
+  m.SetQueueItems(Kind::kGamma, 12345);
+  m.SetQueueLimitItems(100000);
+  m.SetBuildInfo("9.8.7");
+  const std::string text = m.Scrape();
+  EXPECT_EQ(Value(text,
+                  "sampler_refused_total{method=\"SampleGamma\",reason="
+                  "\"expired_on_arrival\"}"),
+            1);
+  EXPECT_EQ(Value(text,
+                  "sampler_refused_total{method=\"SampleGammaStream\","
+                  "reason=\"overloaded\"}"),
+            2);
+  EXPECT_EQ(Value(text,
+                  "sampler_refused_total{method=\"unknown\",reason="
+                  "\"other\"}"),
+            1);
+  EXPECT_EQ(text.find("no_such_reason"), std::string::npos);
+  EXPECT_EQ(Value(text, "sampler_queue_items{method=\"SampleGamma\"}"), 12345);
+  EXPECT_EQ(Value(text, "sampler_queue_items{method=\"SampleBoards\"}"), 0);
+  EXPECT_EQ(Value(text, "sampler_queue_limit_items"), 100000);
+  EXPECT_EQ(Value(text, "sampler_build_info{version=\"9.8.7\"}"), 1);
+  // This test process: some resident memory, stdin/out/err at least open.
+  EXPECT_GT(Value(text, "process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GE(Value(text, "process_virtual_memory_bytes"),
+            Value(text, "process_resident_memory_bytes"));
+  EXPECT_GE(Value(text, "process_open_fds"), 3);
+  EXPECT_GE(Value(text, "process_max_fds"), Value(text, "process_open_fds"));
+  // Descriptors are counted afresh at each scrape.
+  const double fds = Value(text, "process_open_fds");
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  EXPECT_EQ(Value(m.Scrape(), "process_open_fds"), fds + 2);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+}
+
 TEST(MetricsTest, UnknownLabelsAreBounded) {
   Metrics m;
   m.RequestDone("NoSuchRpc", "NOT_A_CODE", 0.1);
@@ -187,9 +247,13 @@ TEST(MetricsTest, UnknownLabelsAreBounded) {
   EXPECT_EQ(
       Value(text, "sampler_requests_total{code=\"OK\",method=\"unknown\"}"), 1);
   EXPECT_EQ(Value(text,
-                  "sampler_request_duration_seconds_count{method="
-                  "\"unknown\"}"),
-            2);
+                  "sampler_request_duration_seconds_count{code=\"UNKNOWN\","
+                  "method=\"unknown\"}"),
+            1);
+  EXPECT_EQ(Value(text,
+                  "sampler_request_duration_seconds_count{code=\"OK\","
+                  "method=\"unknown\"}"),
+            1);
   EXPECT_EQ(text.find("NoSuchRpc"), std::string::npos);
 }
 

@@ -188,6 +188,58 @@ TEST(ValidateCategorical, BadRequestsNameFieldIndexAndValue) {
               {"", kInvalid, {"request.values[0][1] = nan"}});
 }
 
+// Issue 9 item 9: scale 1e308 answered +inf samples with OK. The rule
+// (validate.cc, CheckGammaOverflow): scale * (shape + 10 sqrt(shape) + 50)
+// must be finite in the request's precision, unless log_output is asked for.
+TEST(ValidateGamma, ParametersWhoseSamplesOverflowAreRefused) {
+  const std::vector<BadCase> cases = {
+      {"groups { groups { shape: 1 count: 2 } groups { shape: 2 scale: "
+       "1e308 count: 3 } }",
+       kInvalid,
+       {"groups.groups[1]", "scale 1e+308", "overflow float64"}},
+      {"precision: PRECISION_FLOAT32 groups { groups { shape: 1 scale: 1e37 "
+       "count: 1 } }",
+       kInvalid,
+       {"groups.groups[0]", "overflow float32", "PRECISION_FLOAT64"}},
+      {"elements { shape { f64 { values: [1, 1e300] } } scale { f64 { "
+       "values: [1, 1e10] } } }",
+       kInvalid,
+       {"elements.scale[1]", "overflow float64"}},
+      {"elements { shape { f64 { values: [1, 1e308] } } scale { f64 { "
+       "values: [1, 2] } } }",
+       kInvalid,
+       {"elements.scale[1]", "shape 1e+308 with scale 2"}},
+  };
+  for (const BadCase& c : cases) {
+    ExpectError(ParseGamma(Text<v1::SampleGammaRequest>(c.text),
+                           RequestLimits(), kSeeds, false)
+                    .status(),
+                c);
+  }
+  // Just below: the bound is finite, so the request is taken (its mean is
+  // 1e300-ish, far from float64's 1.8e308).
+  for (const char* ok :
+       {"groups { groups { shape: 2 scale: 1e300 count: 3 } }",
+        "precision: PRECISION_FLOAT32 groups { groups { shape: 1 scale: 1e36 "
+        "count: 1 } }",
+        "elements { shape { f64 { values: [1e300] } } }",
+        // Log output cannot overflow: log(scale) + log(G).
+        "log_output: true groups { groups { shape: 2 scale: 1e308 count: 3 "
+        "} }"}) {
+    EXPECT_TRUE(ParseGamma(Text<v1::SampleGammaRequest>(ok), RequestLimits(),
+                           kSeeds, false)
+                    .ok())
+        << ok;
+  }
+  // Streams too, with the stream's path.
+  ExpectError(ParseGamma(Text<v1::SampleGammaRequest>(
+                             "groups { groups { shape: 2 scale: 1e308 count: "
+                             "3 } }"),
+                         RequestLimits(), kSeeds, true)
+                  .status(),
+              {"", kInvalid, {"request.groups.groups[0]", "overflow"}});
+}
+
 TEST(ValidateGamma, BadRequestsNameFieldIndexAndValue) {
   const std::vector<BadCase> cases = {
       {"", kInvalid, {"parameters: missing"}},
@@ -1147,6 +1199,213 @@ TEST(ValidateStream, MessagesCutFromAPieceEqualChunksOfTheirRange) {
     v1::SampleBoardsStreamResponse bad;
     EXPECT_FALSE(CutBoardsMessage(piece, 10, 6, &bad));
   }
+}
+
+// ------------------------------------------------- limits that are true --
+// Issue 9 item 7: every limit GetServerInfo reports is reachable. For each:
+// a request at the limit is accepted, one above it is refused (OUT_OF_RANGE
+// for the configurable limits, INVALID_ARGUMENT for the algorithms' own).
+
+v1::SampleGammaRequest GammaCount(int64_t count, bool f32) {
+  v1::SampleGammaRequest r;
+  r.set_precision(f32 ? v1::PRECISION_FLOAT32 : v1::PRECISION_FLOAT64);
+  v1::GammaGroup* g = r.mutable_groups()->add_groups();
+  g->set_shape(1.5);
+  g->set_count(count);
+  return r;
+}
+
+v1::SampleDirichletRequest DirichletElements(int64_t rows, int64_t dim,
+                                             bool f32) {
+  v1::SampleDirichletRequest r;
+  r.set_precision(f32 ? v1::PRECISION_FLOAT32 : v1::PRECISION_FLOAT64);
+  r.set_dimension(dim);
+  for (int64_t i = 0; i < rows * dim; ++i) {
+    r.mutable_concentrations()->mutable_f64()->add_values(0.5);
+  }
+  return r;
+}
+
+// One problem of two terms whose result has `length` points.
+v1::EnumerateRequest EnumerateLength(int64_t length, bool f32) {
+  v1::EnumerateRequest r;
+  r.set_precision(f32 ? v1::PRECISION_FLOAT32 : v1::PRECISION_FLOAT64);
+  v1::EnumerateProblem* p = r.add_problems();
+  const int64_t first = length / 2 + 1;
+  for (int64_t len : {first, length - first + 1}) {
+    v1::Pmf* term = p->add_terms();
+    for (int64_t i = 0; i < len; ++i) {
+      term->mutable_probabilities()->mutable_f64()->add_values(1.0 / len);
+    }
+  }
+  return r;
+}
+
+v1::SampleCategoricalRequest CategoricalDraws(int64_t rows, int32_t draws,
+                                              int64_t categories) {
+  v1::SampleCategoricalRequest r;
+  r.set_categories(categories);
+  r.set_draws(draws);
+  for (int64_t i = 0; i < rows * categories; ++i) {
+    r.mutable_values()->mutable_f32()->add_values(1);
+  }
+  return r;
+}
+
+v1::SampleBoardsRequest Boards(int64_t count, int colours) {
+  v1::SampleBoardsRequest r;
+  r.set_rows(9);
+  r.set_cols(9);  // 81 sites: 2 words of 64 bits per colour
+  for (int c = 0; c < colours; ++c) r.add_stones(1);
+  r.set_count(count);
+  return r;
+}
+
+// A small message size so that the limits are reached with small requests:
+// 256 + 8 * 4 * 100 bytes leaves room for 400 board words.
+RequestLimits SmallLimits() {
+  RequestLimits limits;
+  limits.max_message_bytes = 256 + 8 * 4 * 100;
+  limits.max_items_per_request = 1 << 20;
+  limits.max_items_per_stream = 5000;
+  limits.max_queued_items = 1000;
+  return limits;
+}
+
+TEST(Limits, DerivedFromTheMessageSizePerPrecision) {
+  // The issue's case: 16M items per request, but a float64 gamma answer of
+  // 16M samples is 128 MiB, over the 64 MiB messages.
+  const DerivedLimits d = DeriveLimits(RequestLimits());
+  EXPECT_EQ(d.max_gamma_samples_float64, ((int64_t{64} << 20) - 256) / 8);
+  EXPECT_EQ(d.max_gamma_samples_float32, ((int64_t{64} << 20) - 256) / 4);
+  // Categorical (one byte per draw) reaches max_items_per_request itself.
+  EXPECT_EQ(d.max_categorical_items, RequestLimits().max_items_per_request);
+  for (bool f32 : {true, false}) {
+    SCOPED_TRACE(f32 ? "float32" : "float64");
+    const int64_t max =
+        f32 ? d.max_gamma_samples_float32 : d.max_gamma_samples_float64;
+    EXPECT_TRUE(
+        ParseGamma(GammaCount(max, f32), RequestLimits(), kSeeds, false).ok());
+    EXPECT_EQ(
+        ParseGamma(GammaCount(max + 1, f32), RequestLimits(), kSeeds, false)
+            .status()
+            .code(),
+        kRange);
+  }
+}
+
+TEST(Limits, EveryReportedLimitIsReachable) {
+  const RequestLimits limits = SmallLimits();
+  const DerivedLimits d = DeriveLimits(limits);
+  for (bool f32 : {true, false}) {
+    SCOPED_TRACE(f32 ? "float32" : "float64");
+    const int64_t gamma =
+        f32 ? d.max_gamma_samples_float32 : d.max_gamma_samples_float64;
+    EXPECT_TRUE(ParseGamma(GammaCount(gamma, f32), limits, kSeeds, false).ok());
+    EXPECT_EQ(ParseGamma(GammaCount(gamma + 1, f32), limits, kSeeds, false)
+                  .status()
+                  .code(),
+              kRange);
+    const int64_t dirichlet = f32 ? d.max_dirichlet_elements_float32
+                                  : d.max_dirichlet_elements_float64;
+    EXPECT_TRUE(
+        ParseDirichlet(DirichletElements(dirichlet, 1, f32), limits, kSeeds)
+            .ok());
+    EXPECT_EQ(
+        ParseDirichlet(DirichletElements(dirichlet + 1, 1, f32), limits, kSeeds)
+            .status()
+            .code(),
+        kRange);
+    const int64_t enumerate = f32 ? d.max_enumerate_elements_float32
+                                  : d.max_enumerate_elements_float64;
+    EXPECT_TRUE(ParseEnumerate(EnumerateLength(enumerate, f32), limits).ok());
+    EXPECT_EQ(ParseEnumerate(EnumerateLength(enumerate + 1, f32), limits)
+                  .status()
+                  .code(),
+              kRange);
+  }
+  // Categorical: rows x draws, up to 128 categories.
+  const int64_t cat = d.max_categorical_items;
+  ASSERT_EQ(cat % 4, 0);
+  EXPECT_TRUE(
+      ParseCategorical(CategoricalDraws(4, cat / 4, 128), limits, kSeeds, false)
+          .ok());
+  EXPECT_EQ(
+      ParseCategorical(CategoricalDraws(1, cat + 1, 2), limits, kSeeds, false)
+          .status()
+          .code(),
+      kRange);
+  // Boards: 2 colours x 2 words per position on a 9 x 9 board.
+  ASSERT_EQ(d.max_board_words, 400);
+  EXPECT_TRUE(ParseBoards(Boards(100, 2), limits, kSeeds, false).ok());
+  EXPECT_EQ(ParseBoards(Boards(101, 2), limits, kSeeds, false).status().code(),
+            kRange);
+  // Streams: all chunks together.
+  EXPECT_TRUE(ParseGamma(GammaCount(limits.max_items_per_stream, false), limits,
+                         kSeeds, true)
+                  .ok());
+  EXPECT_EQ(ParseGamma(GammaCount(limits.max_items_per_stream + 1, false),
+                       limits, kSeeds, true)
+                .status()
+                .code(),
+            kRange);
+  // Enumeration work: exactly max_enumerate_pairs is taken.
+  {
+    RequestLimits pairs = RequestLimits();
+    const v1::EnumerateRequest request = EnumerateLength(1001, false);
+    auto job = ParseEnumerate(request, pairs);
+    ASSERT_TRUE(job.ok()) << job.status();
+    // Find the request's pair count: the least limit that takes it.
+    int64_t lo = 1, hi = 10'000'000;
+    while (lo < hi) {
+      pairs.max_enumerate_pairs = lo + (hi - lo) / 2;
+      if (ParseEnumerate(request, pairs).ok()) {
+        hi = pairs.max_enumerate_pairs;
+      } else {
+        lo = pairs.max_enumerate_pairs + 1;
+      }
+    }
+    pairs.max_enumerate_pairs = lo;
+    EXPECT_TRUE(ParseEnumerate(request, pairs).ok());
+    pairs.max_enumerate_pairs = lo - 1;
+    EXPECT_EQ(ParseEnumerate(request, pairs).status().code(), kRange);
+  }
+  // The algorithms' own limits: draws per row and colours per board.
+  EXPECT_TRUE(
+      ParseCategorical(CategoricalDraws(1, kernels::kMaxCategoricalDraws, 2),
+                       RequestLimits(), kSeeds, false)
+          .ok());
+  EXPECT_FALSE(ParseCategorical(
+                   CategoricalDraws(1, kernels::kMaxCategoricalDraws + 1, 2),
+                   RequestLimits(), kSeeds, false)
+                   .ok());
+  EXPECT_TRUE(ParseBoards(Boards(1, kernels::kMaxBoardColours), RequestLimits(),
+                          kSeeds, false)
+                  .ok());
+  EXPECT_FALSE(ParseBoards(Boards(1, kernels::kMaxBoardColours + 1),
+                           RequestLimits(), kSeeds, false)
+                   .ok());
+}
+
+// Issue 9 item 7: below --max_queued_items 524,256 every stream whose chunk
+// size the server picked failed, its chunks being larger than the queues.
+// Chunks now hold at most half the queues, whoever picks their size.
+TEST(Limits, StreamChunksFitTheQueues) {
+  RequestLimits limits;
+  limits.max_queued_items = 100000;
+  const DerivedLimits d = DeriveLimits(limits);
+  EXPECT_EQ(d.max_stream_chunk_items, 50000);
+  auto job = ParseGamma(GammaCount(1'000'000, false), limits, kSeeds, true);
+  ASSERT_TRUE(job.ok()) << job.status();
+  // 50000 in whole warps of 32.
+  EXPECT_EQ(ChunkSize(Kind::kGamma, **job, 0, limits), 49984);
+  EXPECT_EQ(ChunkSize(Kind::kGamma, **job, 10'000'000, limits), 49984);
+  EXPECT_EQ(ChunkSize(Kind::kGamma, **job, 7, limits), 7);
+  // Categorical chunks count items (rows x draws).
+  auto cat =
+      ParseCategorical(CategoricalDraws(1000, 1000, 2), limits, kSeeds, true);
+  ASSERT_TRUE(cat.ok()) << cat.status();
+  EXPECT_LE(ChunkSize(Kind::kCategorical, **cat, 0, limits) * 1000, 50000);
 }
 
 }  // namespace
