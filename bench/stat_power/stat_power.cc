@@ -122,6 +122,24 @@ struct Ctx {
   std::vector<Result> results;
 };
 
+// Packs a gamma or Dirichlet batch into `host` (kept by the caller until the
+// copy has been issued), copies it into the device arena with the segment's
+// status word just past it, 8-byte aligned (returned in `*status`, read
+// back after the launch), and returns the device view.
+template <typename Builder, typename T>
+auto StageBatch(Ctx& ctx, const Builder& b, T* out, std::vector<char>* host,
+                uint32_t** status) {
+  host->resize(b.ArenaBytes());
+  b.PackInto(host->data());
+  char* dev_arena = static_cast<char*>(ctx.arena.Get(host->size() + 16));
+  *status = reinterpret_cast<uint32_t*>(
+      (reinterpret_cast<uintptr_t>(dev_arena + host->size()) + 7) &
+      ~uintptr_t{7});
+  SP_CUDA(cudaMemcpyAsync(dev_arena, host->data(), host->size(),
+                          cudaMemcpyHostToDevice, ctx.stream));
+  return b.View(dev_arena, out, *status);
+}
+
 void Print(const Result& r) {
   std::printf("%-11s %-7s %-40s n = %.3g  %s", r.kind.c_str(),
               r.precision.c_str(), r.config.c_str(), r.n,
@@ -215,17 +233,10 @@ void RunGamma(Ctx& ctx, double shape_in, bool log_output, int64_t n,
     const kernels::GammaGroup<T> g{shape, T(1), len};
     SP_CHECK(b.AddGroups({&g, 1}, log_output, seed, static_cast<uint64_t>(first))
                  .status());
-    std::vector<char> arena(b.ArenaBytes());
-    b.PackInto(arena.data());
-    // The segment's status word goes just past the arena, 8-byte aligned.
-    char* dev_arena = static_cast<char*>(ctx.arena.Get(arena.size() + 16));
-    uint32_t* status = reinterpret_cast<uint32_t*>(
-        (reinterpret_cast<uintptr_t>(dev_arena + arena.size()) + 7) &
-        ~uintptr_t{7});
-    SP_CUDA(cudaMemcpyAsync(dev_arena, arena.data(), arena.size(),
-                            cudaMemcpyHostToDevice, ctx.stream));
-    SP_CHECK(kernels::cuda::LaunchGamma<T>(b.View(dev_arena, out, status),
-                                          ctx.stream));
+    std::vector<char> arena;
+    uint32_t* status = nullptr;
+    SP_CHECK(kernels::cuda::LaunchGamma<T>(
+        StageBatch(ctx, b, out, &arena, &status), ctx.stream));
     LaunchMomentSums<T>(out, len, log_output, lin.mean, lin.sd, lg.mean, lg.sd,
                         partials, ctx.stream);
     SP_CUDA(cudaPeekAtLastError());
@@ -534,16 +545,10 @@ void RunDirichlet(Ctx& ctx, const std::string& name,
     SP_CHECK(b.AddRows(a_rep, offsets, /*log_output=*/true, seed,
                        static_cast<uint64_t>(r0 * k))
                  .status());
-    std::vector<char> arena(b.ArenaBytes());
-    b.PackInto(arena.data());
-    char* dev_arena = static_cast<char*>(ctx.arena.Get(arena.size() + 16));
-    uint32_t* status = reinterpret_cast<uint32_t*>(
-        (reinterpret_cast<uintptr_t>(dev_arena + arena.size()) + 7) &
-        ~uintptr_t{7});
-    SP_CUDA(cudaMemcpyAsync(dev_arena, arena.data(), arena.size(),
-                            cudaMemcpyHostToDevice, ctx.stream));
+    std::vector<char> arena;
+    uint32_t* status = nullptr;
     SP_CHECK(kernels::cuda::LaunchDirichlet<T>(
-        b.View(dev_arena, out, status), ctx.stream));
+        StageBatch(ctx, b, out, &arena, &status), ctx.stream));
     LaunchComponentSums<T>(out, len, k, dev_params, partials, ctx.stream);
     SP_CUDA(cudaPeekAtLastError());
     uint32_t word = 0;
