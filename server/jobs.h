@@ -69,7 +69,7 @@ template <typename T>
 struct EnumerateProblem {
   std::vector<int64_t> offsets;
   std::vector<std::vector<T>> terms;
-  absl::Span<T> out;             // result length: sum(len) - (terms - 1)
+  absl::Span<T> out;              // result length: sum(len) - (terms - 1)
   int64_t* out_offset = nullptr;  // sum of offsets, written by the backend
 };
 template <typename T>
@@ -84,7 +84,7 @@ struct EnumerateJob : Job {
 
 template <typename T>
 struct CategoricalWork {
-  std::vector<T> values;  // rows x categories, row-major
+  std::vector<T> values;    // rows x categories, row-major
   absl::Span<int32_t> out;  // rows x draws
 };
 struct CategoricalJob : Job {

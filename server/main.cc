@@ -84,8 +84,7 @@ ABSL_FLAG(int64_t, max_enumerate_pairs, 2'000'000'000,
           "Most multiply-adds in one Enumerate request (CPU work is O(m n))");
 ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "Largest gRPC message received or sent, in bytes (at least 64 KiB)");
-ABSL_FLAG(int32_t, worker_threads, 0,
-          "CPU backend threads (0: one per core)");
+ABSL_FLAG(int32_t, worker_threads, 0, "CPU backend threads (0: one per core)");
 ABSL_FLAG(std::vector<std::string>, gpus, {},
           "CUDA backend: GPUs to use, e.g. 0,2 (empty: every visible GPU)");
 ABSL_FLAG(int32_t, streams_per_gpu, 4,
@@ -399,8 +398,9 @@ int Run(ShutdownWatchdog& watchdog) {
   watchdog.SetPhase(ShutdownPhase::kFinishingCalls);
   // Refuses new calls and waits for the ones in flight (which keep being
   // batched and executed meanwhile), cancelling what is left at the deadline.
-  server->Shutdown(std::chrono::system_clock::now() +
-                   absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_shutdown_grace)));
+  server->Shutdown(
+      std::chrono::system_clock::now() +
+      absl::ToChronoNanoseconds(absl::GetFlag(FLAGS_shutdown_grace)));
   watchdog.SetPhase(ShutdownPhase::kRunningQueued);
   service->Drain();
   server.reset();

@@ -1,8 +1,9 @@
-#include "bench/stat_power/reduce.h"
-
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+
+#include "bench/stat_power/reduce.h"
 
 namespace sampler::bench {
 namespace {
@@ -102,8 +103,8 @@ __global__ void HistogramSharedKernel(const int32_t* idx, int64_t n, int k,
     if (h[j] != 0) atomicAdd(&counts[j], static_cast<unsigned long long>(h[j]));
 }
 
-__global__ void HistogramGlobalKernel(const int32_t* idx, int64_t n,
-                                      int64_t k, unsigned long long* counts) {
+__global__ void HistogramGlobalKernel(const int32_t* idx, int64_t n, int64_t k,
+                                      unsigned long long* counts) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n;
        i += stride) {
@@ -168,12 +169,11 @@ void LaunchMomentSums(const T* x, int64_t n, bool log_output, double mu_lin,
 }
 
 template <typename T>
-void LaunchComponentSums(const T* y, int64_t rows, int k,
-                         const double* params, double* partials,
-                         cudaStream_t stream) {
+void LaunchComponentSums(const T* y, int64_t rows, int k, const double* params,
+                         double* partials, cudaStream_t stream) {
   const dim3 grid((k + kThreads - 1) / kThreads, kRowChunks);
-  ComponentSumsKernel<T><<<grid, kThreads, 0, stream>>>(y, rows, k, params,
-                                                         partials);
+  ComponentSumsKernel<T>
+      <<<grid, kThreads, 0, stream>>>(y, rows, k, params, partials);
 }
 
 void LaunchHistogram(const int32_t* idx, int64_t n, int64_t k,
@@ -186,14 +186,14 @@ void LaunchHistogram(const int32_t* idx, int64_t n, int64_t k,
   }
 }
 
-void LaunchBoardStats(const uint64_t* boards, int64_t count, int rows,
-                      int cols, int colours, int words,
-                      unsigned long long* marg, unsigned long long* pairs,
-                      unsigned long long* bad, cudaStream_t stream) {
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  BoardStatsKernel<<<blocks < 4096 ? static_cast<int>(blocks) : 4096,
-                     kThreads, 0, stream>>>(boards, count, rows, cols,
-                                            colours, words, marg, pairs, bad);
+void LaunchBoardStats(const uint64_t* boards, int64_t count, int rows, int cols,
+                      int colours, int words, unsigned long long* marg,
+                      unsigned long long* pairs, unsigned long long* bad,
+                      cudaStream_t stream) {
+  const int grid = static_cast<int>(
+      std::min<int64_t>((count + kThreads - 1) / kThreads, 4096));
+  BoardStatsKernel<<<grid, kThreads, 0, stream>>>(
+      boards, count, rows, cols, colours, words, marg, pairs, bad);
 }
 
 template void LaunchMomentSums<float>(const float*, int64_t, bool, double,
@@ -203,10 +203,8 @@ template void LaunchMomentSums<double>(const double*, int64_t, bool, double,
                                        double, double, double, double*,
                                        cudaStream_t);
 template void LaunchComponentSums<float>(const float*, int64_t, int,
-                                         const double*, double*,
-                                         cudaStream_t);
+                                         const double*, double*, cudaStream_t);
 template void LaunchComponentSums<double>(const double*, int64_t, int,
-                                          const double*, double*,
-                                          cudaStream_t);
+                                          const double*, double*, cudaStream_t);
 
 }  // namespace sampler::bench

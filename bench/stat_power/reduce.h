@@ -30,9 +30,8 @@ void LaunchMomentSums(const T* x, int64_t n, bool log_output, double mu_lin,
 // partials: row_chunks x k x 4 doubles.
 inline constexpr int kRowChunks = 64;
 template <typename T>
-void LaunchComponentSums(const T* y, int64_t rows, int k,
-                         const double* params, double* partials,
-                         cudaStream_t stream);
+void LaunchComponentSums(const T* y, int64_t rows, int k, const double* params,
+                         double* partials, cudaStream_t stream);
 
 // counts[idx[i]] += 1 for i in [0, n); indices outside [0, k) go to
 // counts[k] (so counts holds k + 1 words).
@@ -44,10 +43,10 @@ void LaunchHistogram(const int32_t* idx, int64_t n, int64_t k,
 // pairs[((p * C) + a) * C + b] += 1 when adjacent pair p (right neighbours
 // first, row-major, then down neighbours) holds colours a, b; bad[0] += 1
 // for a site with two colours.
-void LaunchBoardStats(const uint64_t* boards, int64_t count, int rows,
-                      int cols, int colours, int words,
-                      unsigned long long* marg, unsigned long long* pairs,
-                      unsigned long long* bad, cudaStream_t stream);
+void LaunchBoardStats(const uint64_t* boards, int64_t count, int rows, int cols,
+                      int colours, int words, unsigned long long* marg,
+                      unsigned long long* pairs, unsigned long long* bad,
+                      cudaStream_t stream);
 
 }  // namespace sampler::bench
 

@@ -60,14 +60,14 @@ using testing::MinDetectable;
 using testing::StdSums;
 using testing::Verdict;
 
-#define SP_CHECK(expr)                                                   \
-  do {                                                                   \
-    const absl::Status sp_status_ = (expr);                              \
-    if (!sp_status_.ok()) {                                              \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,            \
-                   sp_status_.ToString().c_str());                       \
-      std::exit(2);                                                      \
-    }                                                                    \
+#define SP_CHECK(expr)                                        \
+  do {                                                        \
+    const absl::Status sp_status_ = (expr);                   \
+    if (!sp_status_.ok()) {                                   \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, \
+                   sp_status_.ToString().c_str());            \
+      std::exit(2);                                           \
+    }                                                         \
   } while (false)
 #define SP_CUDA(call) \
   SP_CHECK(kernels::cuda::ToStatus((call), #call, __FILE__, __LINE__))
@@ -144,7 +144,8 @@ void Print(const Result& r) {
   std::printf("%-11s %-7s %-40s n = %.3g  %s", r.kind.c_str(),
               r.precision.c_str(), r.config.c_str(), r.n,
               r.error.empty() ? r.verdict.Summary().c_str() : r.error.c_str());
-  for (const auto& [k, v] : r.detects) std::printf("  [%s %.3f%%]", k.c_str(), 100 * v);
+  for (const auto& [k, v] : r.detects)
+    std::printf("  [%s %.3f%%]", k.c_str(), 100 * v);
   std::printf("  (%.1f s)\n", r.seconds);
   std::fflush(stdout);
 }
@@ -190,8 +191,8 @@ void AddCells(const std::string& prefix, const std::vector<std::string>& names,
               Verdict& v) {
   const double crit = CriticalZ(static_cast<int64_t>(names.size()));
   for (size_t i = 0; i < names.size(); ++i)
-    v.checks.push_back({prefix + names[i],
-                        TailZ(observed[i], probs[i] * n, probs[i]), crit});
+    v.checks.push_back(
+        {prefix + names[i], TailZ(observed[i], probs[i] * n, probs[i]), crit});
 }
 
 // ============================================================= gamma ====
@@ -231,8 +232,9 @@ void RunGamma(Ctx& ctx, double shape_in, bool log_output, int64_t n,
     const int64_t len = std::min(chunk, n - first);
     kernels::cuda::GammaBatchBuilder<T> b;
     const kernels::GammaGroup<T> g{shape, T(1), len};
-    SP_CHECK(b.AddGroups({&g, 1}, log_output, seed, static_cast<uint64_t>(first))
-                 .status());
+    SP_CHECK(
+        b.AddGroups({&g, 1}, log_output, seed, static_cast<uint64_t>(first))
+            .status());
     std::vector<char> arena;
     uint32_t* status = nullptr;
     SP_CHECK(kernels::cuda::LaunchGamma<T>(
@@ -241,8 +243,8 @@ void RunGamma(Ctx& ctx, double shape_in, bool log_output, int64_t n,
                         partials, ctx.stream);
     SP_CUDA(cudaPeekAtLastError());
     uint32_t word = 0;
-    SP_CUDA(cudaMemcpyAsync(&word, status, 4, cudaMemcpyDeviceToHost,
-                            ctx.stream));
+    SP_CUDA(
+        cudaMemcpyAsync(&word, status, 4, cudaMemcpyDeviceToHost, ctx.stream));
     SP_CUDA(cudaMemcpyAsync(host_partials.data(), partials,
                             host_partials.size() * sizeof(double),
                             cudaMemcpyDeviceToHost, ctx.stream));
@@ -259,8 +261,8 @@ void RunGamma(Ctx& ctx, double shape_in, bool log_output, int64_t n,
     r.verdict.checks.push_back(
         {"mean", static_cast<double>(sums[0] / std::sqrt(nn)), crit});
     r.verdict.checks.push_back(
-        {"variance",
-         static_cast<double>(sums[1] / std::sqrt(nn * lin.var_s2)), crit});
+        {"variance", static_cast<double>(sums[1] / std::sqrt(nn * lin.var_s2)),
+         crit});
     r.detects.push_back({"mean", MinDetectable(lin.sd, r.n, m) / lin.mean});
     r.detects.push_back(
         {"variance", MinDetectable(std::sqrt(lin.var_s2), r.n, m)});
@@ -302,14 +304,16 @@ void RunCategorical(Ctx& ctx, const std::string& name, const std::vector<T>& w,
   // 7 s (double) per configuration on an H200, bound by too few warps.
   const int32_t draws = k >= (1 << 16) ? (1 << 18) : 4096;
   const int64_t per_seg = 32 * static_cast<int64_t>(draws);
-  const int64_t segs_total = std::max<int64_t>(1, (n_wanted + per_seg - 1) / per_seg);
+  const int64_t segs_total =
+      std::max<int64_t>(1, (n_wanted + per_seg - 1) / per_seg);
   const int64_t n = segs_total * per_seg;
   r.n = static_cast<double>(n);
   const int64_t segs_per_launch = std::max<int64_t>(
       1, std::min((int64_t{1} << 30) / per_seg,
                   (int64_t{1} << 34) / (k * static_cast<int64_t>(sizeof(T)))));
   std::vector<T> values(32 * w.size());
-  for (int i = 0; i < 32; ++i) std::copy(w.begin(), w.end(), values.begin() + i * k);
+  for (int i = 0; i < 32; ++i)
+    std::copy(w.begin(), w.end(), values.begin() + i * k);
   {
     kernels::CategoricalShape shape;
     shape.rows = 32;
@@ -348,16 +352,17 @@ void RunCategorical(Ctx& ctx, const std::string& name, const std::vector<T>& w,
     }
     absl::StatusOr<kernels::cuda::CategoricalPlan> plan =
         kernels::cuda::PrepareCategoricalSegments(
-            absl::MakeSpan(seg), std::is_same_v<T, float>
-                                     ? kernels::Precision::kFloat32
+            absl::MakeSpan(seg),
+            std::is_same_v<T, float> ? kernels::Precision::kFloat32
                                      : kernels::Precision::kFloat64,
             values.size(), static_cast<uint64_t>(segs * per_seg));
     SP_CHECK(plan.status());
     void* dev_seg = ctx.arena.Get(seg.size() * sizeof(seg[0]));
     SP_CUDA(cudaMemcpyAsync(dev_seg, seg.data(), seg.size() * sizeof(seg[0]),
                             cudaMemcpyHostToDevice, ctx.stream));
-    void* workspace =
-        plan->workspace_bytes > 0 ? ctx.work.Get(plan->workspace_bytes) : nullptr;
+    void* workspace = plan->workspace_bytes > 0
+                          ? ctx.work.Get(plan->workspace_bytes)
+                          : nullptr;
     SP_CHECK(kernels::cuda::LaunchSampleCategorical(
         *plan, static_cast<const kernels::cuda::CategoricalSegment*>(dev_seg),
         dev_values, out, workspace, plan->workspace_bytes, ctx.stream));
@@ -397,8 +402,9 @@ void RunCategorical(Ctx& ctx, const std::string& name, const std::vector<T>& w,
         zero_obs += host[i];
         continue;
       }
-      const int b = std::clamp(static_cast<int>(-std::floor(std::log10(
-                                   static_cast<double>(p[i])))), 0, 699);
+      const int b = std::clamp(
+          static_cast<int>(-std::floor(std::log10(static_cast<double>(p[i])))),
+          0, 699);
       bin_obs[b] += host[i];
       bin_p[b] += p[i];
     }
@@ -439,8 +445,7 @@ void RunCategorical(Ctx& ctx, const std::string& name, const std::vector<T>& w,
     if (cells >= 2) {
       const long double df = cells - 1;
       r.verdict.checks.push_back(
-          {"chi-square (z)",
-           static_cast<double>((x2 - df) / std::sqrt(2 * df)),
+          {"chi-square (z)", static_cast<double>((x2 - df) / std::sqrt(2 * df)),
            testing::NormalUpper(testing::kFamilyAlpha)});
     }
   }
@@ -489,7 +494,8 @@ Stat BetaStat(double a, double a0) {
 }
 Stat LogComponentStat(double a, double a0) {
   const double k2 = boost::math::trigamma(a) - boost::math::trigamma(a0);
-  const double k4 = boost::math::polygamma(3, a) - boost::math::polygamma(3, a0);
+  const double k4 =
+      boost::math::polygamma(3, a) - boost::math::polygamma(3, a0);
   return {boost::math::digamma(a) - boost::math::digamma(a0), std::sqrt(k2),
           2 + k4 / (k2 * k2)};
 }
@@ -552,8 +558,8 @@ void RunDirichlet(Ctx& ctx, const std::string& name,
     LaunchComponentSums<T>(out, len, k, dev_params, partials, ctx.stream);
     SP_CUDA(cudaPeekAtLastError());
     uint32_t word = 0;
-    SP_CUDA(cudaMemcpyAsync(&word, status, 4, cudaMemcpyDeviceToHost,
-                            ctx.stream));
+    SP_CUDA(
+        cudaMemcpyAsync(&word, status, 4, cudaMemcpyDeviceToHost, ctx.stream));
     SP_CUDA(cudaMemcpyAsync(host_part.data(), partials, part_len * 8,
                             cudaMemcpyDeviceToHost, ctx.stream));
     SP_CUDA(cudaStreamSynchronize(ctx.stream));
@@ -623,13 +629,13 @@ void RunBoards(Ctx& ctx, const kernels::BoardSpec& spec, int64_t n_sites,
   const int sites = spec.rows * spec.cols;
   const int colours = static_cast<int>(spec.stones.size());
   const int words = kernels::BoardWords64(spec);
-  r.config = std::to_string(spec.rows) + "x" + std::to_string(spec.cols) +
-             " stones";
+  r.config =
+      std::to_string(spec.rows) + "x" + std::to_string(spec.cols) + " stones";
   for (int32_t s : spec.stones) r.config += " " + std::to_string(s);
   // Positions: samples / 16 up to 19 x 19 (6e7 at 10^9: a 0.1% bias of a
   // marginal near 1/2), samples / sites beyond (whose outputs are large).
-  const int64_t n = std::max<int64_t>(
-      1, sites <= 361 ? n_sites / 16 : n_sites / sites);
+  const int64_t n =
+      std::max<int64_t>(1, sites <= 361 ? n_sites / 16 : n_sites / sites);
   r.n = static_cast<double>(n);
   const int pairs = spec.rows * (spec.cols - 1) + (spec.rows - 1) * spec.cols;
   const size_t n_marg = static_cast<size_t>(sites) * colours;
@@ -646,8 +652,8 @@ void RunBoards(Ctx& ctx, const kernels::BoardSpec& spec, int64_t n_sites,
         kernels::cuda::MakeBoardSegment(spec, seed, first, len, 0);
     SP_CHECK(seg.status());
     kernels::cuda::BoardSegment host = *seg;
-    SP_CHECK(kernels::cuda::PrepareBoardSegments({&host, 1},
-                                                 len * per_position));
+    SP_CHECK(
+        kernels::cuda::PrepareBoardSegments({&host, 1}, len * per_position));
     void* dev_seg = ctx.arena.Get(sizeof(host));
     SP_CUDA(cudaMemcpyAsync(dev_seg, &host, sizeof(host),
                             cudaMemcpyHostToDevice, ctx.stream));
@@ -668,7 +674,8 @@ void RunBoards(Ctx& ctx, const kernels::BoardSpec& spec, int64_t n_sites,
   std::vector<long double> obs, probs;
   for (int c = 0; c < colours; ++c)
     for (int s = 0; s < sites; ++s) {
-      names.push_back("colour " + std::to_string(c) + " site " + std::to_string(s));
+      names.push_back("colour " + std::to_string(c) + " site " +
+                      std::to_string(s));
       obs.push_back(host[c * sites + s]);
       probs.push_back(spec.stones[c] / s_all);
     }
@@ -687,9 +694,9 @@ void RunBoards(Ctx& ctx, const kernels::BoardSpec& spec, int64_t n_sites,
   if (host.back() > 0)
     r.verdict.checks.push_back({"sites with two colours", INFINITY, 1});
   const double p0 = spec.stones[0] / static_cast<double>(sites);
-  r.detects.push_back({"colour-0 marginal",
-                       MinDetectable(std::sqrt((1 - p0) / p0), r.n,
-                                     static_cast<int64_t>(n_marg))});
+  r.detects.push_back(
+      {"colour-0 marginal", MinDetectable(std::sqrt((1 - p0) / p0), r.n,
+                                          static_cast<int64_t>(n_marg))});
   r.seconds = Seconds(t0);
   Print(r);
   ctx.results.push_back(std::move(r));
@@ -725,31 +732,33 @@ void WriteReports(const Ctx& ctx, const std::string& dir, double samples,
     std::fprintf(stderr, "cannot write into %s\n", dir.c_str());
     std::exit(2);
   }
-  std::fprintf(j,
-               "{\n  \"date\": \"%s\",\n  \"device\": \"%s\",\n  "
-               "\"samples_per_configuration\": %s,\n  \"family_alpha\": %s,\n"
-               "  \"power\": %s,\n  \"configurations\": %zu,\n  \"failed\": %d,\n"
-               "  \"results\": [\n",
-               date.c_str(), JsonEscape(device).c_str(), Num(samples).c_str(),
-               Num(testing::kFamilyAlpha).c_str(), Num(testing::kPower).c_str(),
-               ctx.results.size(), failed);
-  std::fprintf(m,
-               "# Statistical power run on the GPU\n\n"
-               "Date: %s. Device: %s. Samples per configuration: %.3g "
-               "(boards: positions = samples / 16 up to 19x19, samples / sites beyond; "
-               "categorical: rounded up to whole segments).\n\n"
-               "Each configuration is a few families of two-sided z-checks "
-               "(Bonferroni within a family, false-alarm rate %.0e per "
-               "family); \"detects\" is the smallest relative bias seen with "
-               "probability %.2f at this sample size "
-               "(tests/stat/power_util.h). Produced by bench/stat_power "
-               "(stat_power --samples N --out DIR).\n\n"
-               "%zu configurations, %d failed.\n\n"
-               "| kind | precision | configuration | n | result | worst check "
-               "| z | crit | detects | seconds |\n|---|---|---|---|---|---|---|---|"
-               "---|---|\n",
-               date.c_str(), device.c_str(), samples, testing::kFamilyAlpha,
-               testing::kPower, ctx.results.size(), failed);
+  std::fprintf(
+      j,
+      "{\n  \"date\": \"%s\",\n  \"device\": \"%s\",\n  "
+      "\"samples_per_configuration\": %s,\n  \"family_alpha\": %s,\n"
+      "  \"power\": %s,\n  \"configurations\": %zu,\n  \"failed\": %d,\n"
+      "  \"results\": [\n",
+      date.c_str(), JsonEscape(device).c_str(), Num(samples).c_str(),
+      Num(testing::kFamilyAlpha).c_str(), Num(testing::kPower).c_str(),
+      ctx.results.size(), failed);
+  std::fprintf(
+      m,
+      "# Statistical power run on the GPU\n\n"
+      "Date: %s. Device: %s. Samples per configuration: %.3g "
+      "(boards: positions = samples / 16 up to 19x19, samples / sites beyond; "
+      "categorical: rounded up to whole segments).\n\n"
+      "Each configuration is a few families of two-sided z-checks "
+      "(Bonferroni within a family, false-alarm rate %.0e per "
+      "family); \"detects\" is the smallest relative bias seen with "
+      "probability %.2f at this sample size "
+      "(tests/stat/power_util.h). Produced by bench/stat_power "
+      "(stat_power --samples N --out DIR).\n\n"
+      "%zu configurations, %d failed.\n\n"
+      "| kind | precision | configuration | n | result | worst check "
+      "| z | crit | detects | seconds |\n|---|---|---|---|---|---|---|---|"
+      "---|---|\n",
+      date.c_str(), device.c_str(), samples, testing::kFamilyAlpha,
+      testing::kPower, ctx.results.size(), failed);
   for (size_t i = 0; i < ctx.results.size(); ++i) {
     const Result& r = ctx.results[i];
     const bool pass = r.error.empty() && r.verdict.pass();
@@ -760,8 +769,8 @@ void WriteReports(const Ctx& ctx, const std::string& dir, double samples,
       std::snprintf(b, sizeof b, "%s%s %.3f%%", det.empty() ? "" : ", ",
                     k.c_str(), 100 * v);
       det += b;
-      detj += (detj.empty() ? "" : ", ") + std::string("\"") + k +
-              "\": " + Num(v);
+      detj +=
+          (detj.empty() ? "" : ", ") + std::string("\"") + k + "\": " + Num(v);
     }
     std::fprintf(
         j,
@@ -774,12 +783,12 @@ void WriteReports(const Ctx& ctx, const std::string& dir, double samples,
         r.verdict.checks.size(), w ? JsonEscape(w->name).c_str() : "",
         Num(w ? w->z : 0).c_str(), Num(w ? w->crit : 0).c_str(), detj.c_str(),
         Num(r.seconds).c_str(), i + 1 < ctx.results.size() ? "," : "");
-    std::fprintf(m, "| %s | %s | %s | %.3g | %s | %s | %s | %.2f | %s | %.1f |\n",
-                 r.kind.c_str(), r.precision.c_str(), r.config.c_str(), r.n,
-                 pass ? "pass" : (r.error.empty() ? "**FAIL**" : "**ERROR**"),
-                 r.error.empty() ? (w ? w->name.c_str() : "") : r.error.c_str(),
-                 Num(w ? w->z : 0).c_str(), w ? w->crit : 0, det.c_str(),
-                 r.seconds);
+    std::fprintf(
+        m, "| %s | %s | %s | %.3g | %s | %s | %s | %.2f | %s | %.1f |\n",
+        r.kind.c_str(), r.precision.c_str(), r.config.c_str(), r.n,
+        pass ? "pass" : (r.error.empty() ? "**FAIL**" : "**ERROR**"),
+        r.error.empty() ? (w ? w->name.c_str() : "") : r.error.c_str(),
+        Num(w ? w->z : 0).c_str(), w ? w->crit : 0, det.c_str(), r.seconds);
   }
   std::fprintf(j, "  ]\n}\n");
   std::fclose(j);
@@ -835,8 +844,10 @@ int Main(int argc, char** argv) {
       for (int64_t k : ks) {
         if (k > max_k) continue;
         ++seed;
-        RunCategorical<float>(ctx, kind, Weights<float>(kind, k, seed), n, seed);
-        RunCategorical<double>(ctx, kind, Weights<double>(kind, k, seed), n, seed);
+        RunCategorical<float>(ctx, kind, Weights<float>(kind, k, seed), n,
+                              seed);
+        RunCategorical<double>(ctx, kind, Weights<double>(kind, k, seed), n,
+                               seed);
       }
     }
     for (int64_t k : {int64_t{2}, int64_t{1000}}) {
@@ -849,7 +860,8 @@ int Main(int argc, char** argv) {
   }
   if (only.empty() || only == "dirichlet") {
     std::vector<double> tiny(1000, 1e-4), spread(1000);
-    for (int i = 0; i < 1000; ++i) spread[i] = std::pow(10.0, -4 + 5.0 * i / 999);
+    for (int i = 0; i < 1000; ++i)
+      spread[i] = std::pow(10.0, -4 + 5.0 * i / 999);
     RunDirichlet<float>(ctx, "alpha 1e-4 each", tiny, n, ++seed);
     RunDirichlet<double>(ctx, "alpha 1e-4 each", tiny, n, ++seed);
     RunDirichlet<float>(ctx, "alpha 1e-4 .. 10", spread, n, ++seed);

@@ -17,8 +17,8 @@ inline bool HaveGpu() {
 
 }  // namespace sampler::testing
 
-#define SAMPLER_SKIP_WITHOUT_GPU()                                   \
-  do {                                                               \
+#define SAMPLER_SKIP_WITHOUT_GPU()                                \
+  do {                                                            \
     if (!::sampler::testing::HaveGpu()) GTEST_SKIP() << "no GPU"; \
   } while (false)
 

@@ -332,10 +332,10 @@ TEST(BadBody, GarbageGetsInvalidArgumentNamingTheMessage) {
   // One count per method, labelled with the method's short name.
   for (const auto& [method, type] : methods) {
     const std::string rpc = method.substr(method.rfind('/') + 1);
-    EXPECT_EQ(MetricsText(*text).ValueOr0(absl::StrCat(
-                  "sampler_refused_total{method=\"", rpc,
-                  "\",reason=\"bad_body\"}")),
-              1)
+    EXPECT_EQ(
+        MetricsText(*text).ValueOr0(absl::StrCat(
+            "sampler_refused_total{method=\"", rpc, "\",reason=\"bad_body\"}")),
+        1)
         << rpc;
   }
   EXPECT_EQ(server->Stop(), 0);

@@ -1239,8 +1239,7 @@ TEST_F(ServiceTest, ContractVersionIsInServerInfoAndEveryResponse) {
     grpc::ClientContext context;
     SetDeadline(context);
     v1::SampleGammaResponse response;
-    ASSERT_TRUE(
-        stub_->SampleGamma(&context, SmallGamma(3, 0), &response).ok());
+    ASSERT_TRUE(stub_->SampleGamma(&context, SmallGamma(3, 0), &response).ok());
     EXPECT_EQ(ContractHeader(context), version) << "answer";
   }
   {

@@ -691,8 +691,8 @@ TEST(ValidateCategorical, AcceptsSubnormalTotals) {
   ASSERT_TRUE(f32.ok()) << f32.status();
   auto* f = std::get_if<CategoricalWork<float>>(&(*f32)->work);
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->values, (std::vector<float>{1e-44f, 1e-44f, 1.4e-45f,
-                                           1.4e-45f}));
+  EXPECT_EQ(f->values,
+            (std::vector<float>{1e-44f, 1e-44f, 1.4e-45f, 1.4e-45f}));
   auto f64 = ParseCategorical(
       Text<v1::SampleCategoricalRequest>(
           "categories: 2 precision: PRECISION_FLOAT64 values { f64 { values: "

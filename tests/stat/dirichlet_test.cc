@@ -100,9 +100,9 @@ void MomentsCheck(const std::vector<double>& alpha, uint64_t seed) {
     // form m4 - 4 mu m3 + 6 mu^2 m2 - 3 mu^4 cancels catastrophically once
     // the concentrations are large (negative, a NaN z, at 1e8).
     const double ab = a[j] * b;
-    const double excess =
-        6 * ((a[j] - b) * (a[j] - b) * (a0 + 1) - ab * (a0 + 2)) /
-        (ab * (a0 + 2) * (a0 + 3));
+    const double excess = 6 *
+                          ((a[j] - b) * (a[j] - b) * (a0 + 1) - ab * (a0 + 2)) /
+                          (ab * (a0 + 2) * (a0 + 3));
     const double mu4 = exp_var * exp_var * (excess + 3);
     const double z_mean = (mean - mu) / std::sqrt(exp_var / kRows);
     const double z_var =

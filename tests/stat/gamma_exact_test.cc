@@ -85,9 +85,9 @@ void CheckPoint(const GammaShape<T>& g, T z, T u, bool max_ulp_check,
     return;
   }
   const bool want = squeeze || lq < h;
-  const double scale =
-      eps * (1 + static_cast<double>(z) * z + std::fabs(static_cast<double>(h)) +
-             std::fabs(static_cast<double>(lq)));
+  const double scale = eps * (1 + static_cast<double>(z) * z +
+                              std::fabs(static_cast<double>(h)) +
+                              std::fabs(static_cast<double>(lq)));
   if (!squeeze) {
     ++st->checked;
     if (got != want) {
@@ -109,11 +109,10 @@ void CheckPoint(const GammaShape<T>& g, T z, T u, bool max_ulp_check,
     const Quad w = static_cast<Quad>(g.c) * static_cast<Quad>(z);
     const Quad exact = static_cast<Quad>(g.d) * (1 + w) * (1 + w) * (1 + w);
     const T exact_t = static_cast<T>(exact);
-    const T ulp = std::nextafter(exact_t, std::numeric_limits<T>::infinity()) -
-                  exact_t;
-    const double ulps =
-        std::fabs(static_cast<double>((static_cast<Quad>(dv) - exact) /
-                                      static_cast<Quad>(ulp)));
+    const T ulp =
+        std::nextafter(exact_t, std::numeric_limits<T>::infinity()) - exact_t;
+    const double ulps = std::fabs(static_cast<double>(
+        (static_cast<Quad>(dv) - exact) / static_cast<Quad>(ulp)));
     if (ulps > st->worst_ulps) st->worst_ulps = ulps;
     if (ulps > (max_ulp_check ? 1.0 : 8.0)) ++st->bad_outputs;
   }
@@ -140,12 +139,13 @@ GridStats CheckShape(double shape) {
     }
     // Absolute distances, and distances in units of the tolerance scale
     // (those within kTolUlps may be decided either way).
-    const double unit = std::numeric_limits<T>::epsilon() *
-                        (1 + static_cast<double>(z) * z);
-    for (double off : {3e-1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8,
-                       1e-9, 1e-10, 1e-11, 1e-12, 0.5 * unit, 2 * unit,
-                       8 * unit, 32 * unit, 128 * unit, 1024 * unit,
-                       65536 * unit}) {
+    const double unit =
+        std::numeric_limits<T>::epsilon() * (1 + static_cast<double>(z) * z);
+    for (double off :
+         {3e-1,     1e-1,      1e-2,       1e-3,        1e-4,
+          1e-5,     1e-6,      1e-7,       1e-8,        1e-9,
+          1e-10,    1e-11,     1e-12,      0.5 * unit,  2 * unit,
+          8 * unit, 32 * unit, 128 * unit, 1024 * unit, 65536 * unit}) {
       for (int sign : {-1, 1}) {
         const Quad target = h + sign * off;
         if (target >= 0) continue;
@@ -177,8 +177,8 @@ TYPED_TEST(GammaExactTest, AcceptanceRegionIsTheExactOne) {
     EXPECT_GT(st.checked, 10000) << shape;
     EXPECT_LE(st.worst, kTolUlps)
         << "shape " << shape << ": " << st.mismatches
-        << " decisions differ from the exact test, the worst "
-        << st.worst << " eps units from the boundary";
+        << " decisions differ from the exact test, the worst " << st.worst
+        << " eps units from the boundary";
     EXPECT_EQ(st.bad_outputs, 0)
         << "shape " << shape << ": outputs off by up to " << st.worst_ulps
         << " ulp";
@@ -209,8 +209,8 @@ void LargeShapeCheck(double shape, size_t n, uint64_t seed, bool ks) {
   const auto t2 = std::chrono::steady_clock::now();
   char ks_text[64] = "no KS";
   if (ks) {
-    std::snprintf(ks_text, sizeof ks_text, "KS D %.2e p %.3f",
-                  r.ks.statistic, r.ks.p_value);
+    std::snprintf(ks_text, sizeof ks_text, "KS D %.2e p %.3f", r.ks.statistic,
+                  r.ks.p_value);
   }
   std::printf(
       "%-6s shape %-6g n %zu: var/k - 1 = %+.5f z(mean) %+.2f z(var) %+.2f "

@@ -47,8 +47,8 @@ struct GammaExactnessResult {
 // test, which `ks = false` skips (it costs a regularised gamma function per
 // distinct value, about 10 us at shapes near 1e8).
 template <typename T>
-GammaExactnessResult GammaExactness(const std::vector<T>& samples,
-                                    double shape, bool ks = true) {
+GammaExactnessResult GammaExactness(const std::vector<T>& samples, double shape,
+                                    bool ks = true) {
   GammaExactnessResult r;
   const double n = static_cast<double>(samples.size());
   long double sum = 0;

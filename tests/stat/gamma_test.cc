@@ -388,7 +388,8 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
         const T f2 = f * f;
         const int top = std::is_same_v<T, float> ? 6 : 15;
         T p = T(1) / T(2 * top + 3);
-        for (int k = top - 1; k >= 0; --k) p = std::fma(p, f2, T(1) / T(2 * k + 3));
+        for (int k = top - 1; k >= 0; --k)
+          p = std::fma(p, f2, T(1) / T(2 * k + 3));
         e = f * std::fma(T(2) * f2, p, -t);
       } else {
         ++paths->log1p;

@@ -116,7 +116,8 @@ Verdict GammaPowerTest(const ItemSampler<T>& sample, double shape,
     v.checks.push_back({"variance", x.ZVar(lin.var_s2), crit});
   }
   v.checks.push_back({"mean log", logx.ZMean(), crit});
-  if (log_output) v.checks.push_back({"variance log", logx.ZVar(lg.var_s2), crit});
+  if (log_output)
+    v.checks.push_back({"variance log", logx.ZVar(lg.var_s2), crit});
   return v;
 }
 
@@ -176,8 +177,7 @@ TYPED_TEST_SUITE(GammaPowerTest_, Precisions);
 // of one core, measured on the 2-core CI-like machine).
 int64_t GammaSampleSize(double k, bool log_output) {
   const int m = log_output ? 2 : 3;
-  const double shift =
-      sampler::testing::DetectableShift(CriticalZ(m));
+  const double shift = sampler::testing::DetectableShift(CriticalZ(m));
   const GammaStat st = log_output ? LogStat(k) : LinearStat(k);
   const double n_var = std::pow(shift * std::sqrt(st.var_s2) / 0.01, 2);
   const double twin_z = sampler::testing::DetectableShift(
@@ -193,7 +193,7 @@ TYPED_TEST(GammaPowerTest_, DetectsOnePercentAndShapeTimes1005) {
     double shape;
     bool log_output;
   };
-  const Config configs[] = {{0.3, false}, {1.0, false}, {2.5, false},
+  const Config configs[] = {{0.3, false},  {1.0, false}, {2.5, false},
                             {10.0, false}, {1e-3, true}, {1e-6, true}};
   uint64_t seed = std::is_same_v<T, float> ? 0x5eed0100 : 0x5eed0200;
   for (const Config& c : configs) {
@@ -204,8 +204,7 @@ TYPED_TEST(GammaPowerTest_, DetectsOnePercentAndShapeTimes1005) {
         "gamma %s shape %g%s n = %lld: detects mean %.2f%%, variance "
         "%.2f%%, shape %.2f%%\n",
         PrecisionName<T>(), c.shape, c.log_output ? " (log)" : "",
-        static_cast<long long>(n), 100 * p.mean, 100 * p.var,
-        100 * p.shape);
+        static_cast<long long>(n), 100 * p.mean, 100 * p.var, 100 * p.shape);
     EXPECT_LE(p.mean, 0.01);
     EXPECT_LE(p.var, 0.01);
     EXPECT_LE(p.shape, 0.005);
@@ -215,23 +214,22 @@ TYPED_TEST(GammaPowerTest_, DetectsOnePercentAndShapeTimes1005) {
     PrintVerdict("real", real);
     EXPECT_TRUE(real.pass()) << "shape " << c.shape << ": " << real.Summary();
     // The twin draws with shape x 1.005 from the same seed.
-    const Verdict twin = GammaPowerTest<T>(
-        GammaSampler<T>(c.shape * 1.005, c.log_output, seed), k,
-        c.log_output, n);
+    const Verdict twin =
+        GammaPowerTest<T>(GammaSampler<T>(c.shape * 1.005, c.log_output, seed),
+                          k, c.log_output, n);
     PrintVerdict("twin shape x 1.005", twin);
-    EXPECT_FALSE(twin.pass()) << "shape " << c.shape
-                              << ": the twin passed: " << twin.Summary();
+    EXPECT_FALSE(twin.pass())
+        << "shape " << c.shape << ": the twin passed: " << twin.Summary();
     ++seed;
   }
 }
-
 
 // ======================================================= categorical ====
 
 // A categorical sampler for a fixed row of weights: rows first_row ..
 // first_row + rows - 1, draws per row as `out.size() / rows`.
-using RowSampler = std::function<absl::Status(
-    uint64_t first_row, int64_t rows, absl::Span<int32_t> out)>;
+using RowSampler = std::function<absl::Status(uint64_t first_row, int64_t rows,
+                                              absl::Span<int32_t> out)>;
 
 // Exact shares w_i / sum w, the weights taken as exact numbers (long double
 // sums of at most a few hundred values are exact to ~1e-19 relative).
@@ -271,15 +269,14 @@ Verdict CategoricalPowerTest(const RowSampler& sample,
       }
     }
   }
-  if (out_of_range > 0)
-    v.checks.push_back({"index out of range", INFINITY, 1});
+  if (out_of_range > 0) v.checks.push_back({"index out of range", INFINITY, 1});
   sampler::testing::AddCellChecks("category", counts, shares, rows * draws, v);
   return v;
 }
 
-// Draws needed so that weight j x 1.01 (power kTwinPower) (its share moves by 0.01 p (1 - p) /
-// (1 + 0.01 p)) is detected with probability 0.99 among K cells, and no
-// fewer than a 1% bias of that share itself needs.
+// Draws needed so that weight j x 1.01 (power kTwinPower) (its share moves by
+// 0.01 p (1 - p) / (1 + 0.01 p)) is detected with probability 0.99 among K
+// cells, and no fewer than a 1% bias of that share itself needs.
 int64_t CategoricalDrawsFor(long double p, int64_t k) {
   const double shift = sampler::testing::DetectableShift(
       CriticalZ(k), sampler::testing::kTwinPower);
@@ -345,7 +342,8 @@ TYPED_TEST(CategoricalPowerTest_, DetectsOneWeightTimes101) {
     const int64_t k = static_cast<int64_t>(c.weights.size());
     const bool is_logits = c.kind == WeightKind::kLogits;
     std::vector<long double> exp_logits;
-    for (T l : c.weights) exp_logits.push_back(std::exp(static_cast<long double>(l)));
+    for (T l : c.weights)
+      exp_logits.push_back(std::exp(static_cast<long double>(l)));
     const std::vector<long double> shares =
         is_logits ? Shares(exp_logits) : Shares(c.weights);
     const int64_t n_needed = CategoricalDrawsFor(shares[c.boosted], k);
@@ -361,13 +359,13 @@ TYPED_TEST(CategoricalPowerTest_, DetectsOneWeightTimes101) {
         "categorical %s %s K = %lld, %.3g draws: detects a bias of %.2f%% "
         "of the twin's share %.4g, %.2f%% of the smallest (%.4g)\n",
         PrecisionName<T>(), is_logits ? "logits" : "weights",
-        static_cast<long long>(k), n,
-        100 * detect_boosted, pb, 100 * detect_min, pm);
+        static_cast<long long>(k), n, 100 * detect_boosted, pb,
+        100 * detect_min, pm);
     EXPECT_LE(detect_boosted, 0.01);
 
     const Verdict real = CategoricalPowerTest(
-        CategoricalSampler<T>(c.weights, c.draws, seed, c.kind), shares,
-        rows, c.draws);
+        CategoricalSampler<T>(c.weights, c.draws, seed, c.kind), shares, rows,
+        c.draws);
     PrintVerdict("real", real);
     EXPECT_TRUE(real.pass()) << "K " << k << ": " << real.Summary();
     // The twin: weight x 1.01, or logit + log(1.01).
@@ -379,8 +377,8 @@ TYPED_TEST(CategoricalPowerTest_, DetectsOneWeightTimes101) {
         CategoricalSampler<T>(boosted, c.draws, seed, c.kind), shares, rows,
         c.draws);
     PrintVerdict("twin weight x 1.01", twin);
-    EXPECT_FALSE(twin.pass()) << "K " << k << ": the twin passed: "
-                              << twin.Summary();
+    EXPECT_FALSE(twin.pass())
+        << "K " << k << ": the twin passed: " << twin.Summary();
     ++seed;
   }
 }
@@ -400,8 +398,8 @@ ComponentStats DirichletComponent(double a, double a0) {
   for (int n = 1; n <= 4; ++n) raw[n] = raw[n - 1] * (a + n - 1) / (a0 + n - 1);
   const double mu = raw[1];
   const double m2 = raw[2] - mu * mu;
-  const double m4 = raw[4] - 4 * mu * raw[3] + 6 * mu * mu * raw[2] -
-                    3 * mu * mu * mu * mu;
+  const double m4 =
+      raw[4] - 4 * mu * raw[3] + 6 * mu * mu * raw[2] - 3 * mu * mu * mu * mu;
   (void)b;
   const double k2 = boost::math::trigamma(a) - boost::math::trigamma(a0);
   const double k4 =
@@ -520,9 +518,12 @@ TYPED_TEST(DirichletPowerTest_, DetectsOneComponentTimes101) {
       if (c.linear_checks) {
         worst_mean = std::max(worst_mean, st.lin.sd / st.lin.mean);
         worst_var = std::max(worst_var, st.lin.var_s2);
-        need = std::max(need, std::pow(shift * st.lin.sd / st.lin.mean / 0.01, 2));
-        need = std::max(need, std::pow(shift * std::sqrt(st.lin.var_s2) / 0.01, 2));
-        need = std::max(need, std::pow(shift * std::sqrt(st.lg.var_s2) / 0.01, 2));
+        need =
+            std::max(need, std::pow(shift * st.lin.sd / st.lin.mean / 0.01, 2));
+        need = std::max(need,
+                        std::pow(shift * std::sqrt(st.lin.var_s2) / 0.01, 2));
+        need =
+            std::max(need, std::pow(shift * std::sqrt(st.lg.var_s2) / 0.01, 2));
       }
     }
     const double twin_shift =
@@ -552,26 +553,27 @@ TYPED_TEST(DirichletPowerTest_, DetectsOneComponentTimes101) {
     const Verdict real = DirichletPowerTest<T>(
         DirichletSampler<T>(c.alpha, seed), alpha, rows, c.linear_checks);
     PrintVerdict("real", real);
-    EXPECT_TRUE(real.pass()) << "alpha[0] " << alpha[0] << ": "
-                             << real.Summary();
+    EXPECT_TRUE(real.pass())
+        << "alpha[0] " << alpha[0] << ": " << real.Summary();
     std::vector<double> boosted = c.alpha;
     boosted[0] *= 1.01;
     const Verdict twin = DirichletPowerTest<T>(
         DirichletSampler<T>(boosted, seed), alpha, rows, c.linear_checks);
     PrintVerdict("twin alpha[0] x 1.01", twin);
-    EXPECT_FALSE(twin.pass()) << "alpha[0] " << alpha[0]
-                              << ": the twin passed: " << twin.Summary();
+    EXPECT_FALSE(twin.pass())
+        << "alpha[0] " << alpha[0] << ": the twin passed: " << twin.Summary();
     ++seed;
   }
 }
-
 
 // ============================================================ boards ====
 
 using BoardSampler = std::function<absl::Status(
     uint64_t first_position, int64_t count, absl::Span<uint64_t> out)>;
 
-bool BoardBit(const uint64_t* w, int site) { return (w[site / 64] >> (site % 64)) & 1; }
+bool BoardBit(const uint64_t* w, int site) {
+  return (w[site / 64] >> (site % 64)) & 1;
+}
 
 // The test: n positions of `spec`. Marginals: for every colour and site the
 // count of positions with that colour there, against k_c / S (Bonferroni
@@ -588,8 +590,10 @@ Verdict BoardsPowerTest(const BoardSampler& sample, const BoardSpec& spec,
   std::vector<std::pair<int, int>> adj;
   for (int r = 0; r < spec.rows; ++r) {
     for (int c = 0; c < spec.cols; ++c) {
-      if (c + 1 < spec.cols) adj.push_back({r * spec.cols + c, r * spec.cols + c + 1});
-      if (r + 1 < spec.rows) adj.push_back({r * spec.cols + c, (r + 1) * spec.cols + c});
+      if (c + 1 < spec.cols)
+        adj.push_back({r * spec.cols + c, r * spec.cols + c + 1});
+      if (r + 1 < spec.rows)
+        adj.push_back({r * spec.cols + c, (r + 1) * spec.cols + c});
     }
   }
   std::vector<int64_t> marg(static_cast<size_t>(sites) * colours, 0);
@@ -601,9 +605,9 @@ Verdict BoardsPowerTest(const BoardSampler& sample, const BoardSpec& spec,
   int64_t bad = 0;
   for (int64_t first = 0; first < n; first += chunk) {
     const int64_t len = std::min(chunk, n - first);
-    const absl::Status s = sample(
-        static_cast<uint64_t>(first), len,
-        absl::MakeSpan(buf.data(), len * words * colours));
+    const absl::Status s =
+        sample(static_cast<uint64_t>(first), len,
+               absl::MakeSpan(buf.data(), len * words * colours));
     if (!s.ok()) {
       v.checks.push_back({"sampler status: " + s.ToString(), INFINITY, 1});
       return v;
@@ -678,7 +682,8 @@ BoardSampler PreferringTwin(const BoardSpec& spec, uint64_t seed, int site) {
       const uint64_t h = SplitMix64(first + i);
       if (static_cast<double>(h >> 11) * 0x1p-53 >= q) continue;
       bool empty = true;
-      for (int c = 0; c < colours; ++c) empty &= !BoardBit(pos + c * words, site);
+      for (int c = 0; c < colours; ++c)
+        empty &= !BoardBit(pos + c * words, site);
       if (!empty) continue;
       int j = static_cast<int>(SplitMix64(h) % spec.stones[0]);
       for (int t = 0; t < sites; ++t) {
@@ -711,7 +716,8 @@ TEST(BoardsPowerTest_, DetectsOneSitePreferredByOnePercent) {
   const int64_t n = static_cast<int64_t>(
       std::ceil(std::pow(twin_z / 0.01, 2) * (1 - p0) / p0 / 1e5) * 1e5);
   const double nd = static_cast<double>(n);
-  const double pair00 = 40.0 * 39 / (81.0 * 80), pair11 = 20.0 * 19 / (81.0 * 80);
+  const double pair00 = 40.0 * 39 / (81.0 * 80),
+               pair11 = 20.0 * 19 / (81.0 * 80);
   const int64_t m_pairs = 144 * 4;
   std::printf(
       "boards 9x9 (40, 20), %lld positions: detects colour-0 marginal %.2f%%, "
@@ -775,11 +781,13 @@ std::vector<double> ExactConvolution(
   for (size_t t = 1; t < num.size(); ++t) {
     std::vector<int64_t> next(acc.size() + num[t].size() - 1, 0);
     for (size_t i = 0; i < acc.size(); ++i)
-      for (size_t j = 0; j < num[t].size(); ++j) next[i + j] += acc[i] * num[t][j];
+      for (size_t j = 0; j < num[t].size(); ++j)
+        next[i + j] += acc[i] * num[t][j];
     acc = next;
   }
   std::vector<double> out;
-  for (int64_t x : acc) out.push_back(std::ldexp(static_cast<double>(x), exponent));
+  for (int64_t x : acc)
+    out.push_back(std::ldexp(static_cast<double>(x), exponent));
   return out;
 }
 
@@ -802,9 +810,11 @@ Verdict EnumeratePowerTest(const Enumerator& enumerate,
     const T got = static_cast<T>((*out)[i]);
     if (got == want) continue;
     ++wrong;
-    const T ulp = std::nextafter(want, std::numeric_limits<T>::infinity()) - want;
-    worst_ulps = std::max(worst_ulps, std::fabs(static_cast<double>(got - want)) /
-                                          static_cast<double>(ulp));
+    const T ulp =
+        std::nextafter(want, std::numeric_limits<T>::infinity()) - want;
+    worst_ulps =
+        std::max(worst_ulps, std::fabs(static_cast<double>(got - want)) /
+                                 static_cast<double>(ulp));
   }
   v.checks.push_back({"elements not exact", static_cast<double>(wrong), 0});
   v.checks.push_back({"worst error in ulps", worst_ulps, 0});
@@ -850,12 +860,14 @@ TYPED_TEST(EnumeratePowerTest_, ExactOnDyadicTermsAndSeesOneUlp) {
   const int e[3] = {-8, -12, kDouble ? -960 : -9};
   std::vector<std::vector<double>> terms(3);
   for (int t = 0; t < 3; ++t)
-    for (int64_t m : num[t]) terms[t].push_back(std::ldexp(static_cast<double>(m), e[t]));
+    for (int64_t m : num[t])
+      terms[t].push_back(std::ldexp(static_cast<double>(m), e[t]));
   const std::vector<double> exact = ExactConvolution(num, e[0] + e[1] + e[2]);
   std::printf("enumeration %s: %zu elements, smallest non-zero %g\n",
               PrecisionName<T>(), exact.size(), [&] {
                 double lo = INFINITY;
-                for (double x : exact) if (x > 0) lo = std::min(lo, x);
+                for (double x : exact)
+                  if (x > 0) lo = std::min(lo, x);
                 return lo;
               }());
 
@@ -869,8 +881,8 @@ TYPED_TEST(EnumeratePowerTest_, ExactOnDyadicTermsAndSeesOneUlp) {
     PrintVerdict("twin term " + std::to_string(t % 3) + "[" +
                      std::to_string(index) + "] + 1 ulp",
                  twin);
-    EXPECT_FALSE(twin.pass()) << "term " << t << ": the twin passed: "
-                              << twin.Summary();
+    EXPECT_FALSE(twin.pass())
+        << "term " << t << ": the twin passed: " << twin.Summary();
   }
 }
 

@@ -32,13 +32,12 @@
 #define SAMPLER_TESTS_STAT_POWER_UTIL_H_
 
 #include <algorithm>
+#include <boost/math/distributions/normal.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <boost/math/distributions/normal.hpp>
 
 namespace sampler::testing {
 
@@ -107,7 +106,8 @@ struct Verdict {
     const Check* w = Worst();
     if (w == nullptr) return "no checks";
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%zu checks, %s; worst %s: z = %+.2f (crit %.2f)",
+    std::snprintf(buf, sizeof buf,
+                  "%zu checks, %s; worst %s: z = %+.2f (crit %.2f)",
                   checks.size(), pass() ? "pass" : "FAIL", w->name.c_str(),
                   w->z, w->crit);
     return buf;
@@ -131,8 +131,8 @@ struct StdSums {
   }
   // var_s2 = Var(s^2) = E s^4 - 1 = 2 + excess kurtosis.
   double ZVar(double var_s2) const {
-    return static_cast<double>(
-        s2 / std::sqrt(static_cast<long double>(n) * var_s2));
+    return static_cast<double>(s2 /
+                               std::sqrt(static_cast<long double>(n) * var_s2));
   }
 };
 
@@ -166,8 +166,7 @@ inline void AddCellChecks(const std::string& prefix,
   for (const auto& [name, op] : cells) {
     const long double e = op.second * n;
     const long double sd = std::sqrt(e * (1 - op.second));
-    v.checks.push_back(
-        {name, static_cast<double>((op.first - e) / sd), crit});
+    v.checks.push_back({name, static_cast<double>((op.first - e) / sd), crit});
   }
 }
 

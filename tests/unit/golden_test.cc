@@ -58,13 +58,12 @@ std::string Dec(absl::Span<const int32_t> v) {
 }
 
 template <typename T>
-std::string Gamma(std::vector<T> shape, T scale, bool log_output,
-                  uint64_t seed, uint64_t first_item) {
+std::string Gamma(std::vector<T> shape, T scale, bool log_output, uint64_t seed,
+                  uint64_t first_item) {
   std::vector<T> scales(shape.size(), scale);
   std::vector<T> out(shape.size());
-  const absl::Status s =
-      SampleGammaCpu<T>(shape, scales, log_output, seed, first_item,
-                        absl::MakeSpan(out));
+  const absl::Status s = SampleGammaCpu<T>(shape, scales, log_output, seed,
+                                           first_item, absl::MakeSpan(out));
   return s.ok() ? Hex(absl::MakeConstSpan(out)) : s.ToString();
 }
 
@@ -72,14 +71,14 @@ template <typename T>
 std::string Dirichlet(std::vector<T> alpha, std::vector<int64_t> offsets,
                       bool log_output, uint64_t seed) {
   std::vector<T> out(alpha.size());
-  const absl::Status s = SampleDirichletCpu<T>(alpha, offsets, log_output,
-                                               seed, 0, absl::MakeSpan(out));
+  const absl::Status s = SampleDirichletCpu<T>(alpha, offsets, log_output, seed,
+                                               0, absl::MakeSpan(out));
   return s.ok() ? Hex(absl::MakeConstSpan(out)) : s.ToString();
 }
 
 template <typename T>
-std::string Categorical(int64_t rows, int64_t k, int32_t draws,
-                        WeightKind kind, uint64_t seed, uint64_t first_row) {
+std::string Categorical(int64_t rows, int64_t k, int32_t draws, WeightKind kind,
+                        uint64_t seed, uint64_t first_row) {
   // Weights with structure: zeros, a wide dynamic range, a remnant when
   // k is not a multiple of 32; rows differ so every lane sees its own row.
   std::vector<T> values(rows * k);
@@ -93,9 +92,9 @@ std::string Categorical(int64_t rows, int64_t k, int32_t draws,
     }
   }
   std::vector<int32_t> out(rows * draws);
-  const absl::Status s = SampleCategoricalCpu<T>(
-      values, CategoricalShape{rows, k, draws}, kind, seed, first_row,
-      absl::MakeSpan(out));
+  const absl::Status s =
+      SampleCategoricalCpu<T>(values, CategoricalShape{rows, k, draws}, kind,
+                              seed, first_row, absl::MakeSpan(out));
   return s.ok() ? Dec(out) : s.ToString();
 }
 
@@ -111,14 +110,14 @@ std::string Boards(int rows, int cols, std::vector<int32_t> stones,
 std::map<std::string, std::string> ComputeAll() {
   const uint64_t big = 0x9e3779b97f4a7c15ull;
   std::map<std::string, std::string> c;
-  c["gamma_f32"] = Gamma<float>({0.3f, 1.0f, 2.5f, 30.0f, 1000.0f, 0.05f},
-                                1.0f, false, 42, 0);
+  c["gamma_f32"] = Gamma<float>({0.3f, 1.0f, 2.5f, 30.0f, 1000.0f, 0.05f}, 1.0f,
+                                false, 42, 0);
   c["gamma_f32_scaled_offset"] =
       Gamma<float>({0.7f, 3.0f, 3.0f, 9.5f}, 0.25f, false, big, 1ull << 40);
   c["gamma_f32_log_tiny"] =
       Gamma<float>({0.001f, 0.001f, 0.01f, 0.5f}, 2.0f, true, 7, 0);
-  c["gamma_f64"] = Gamma<double>({0.3, 1.0, 2.5, 30.0, 1000.0, 0.05}, 1.0,
-                                 false, 42, 0);
+  c["gamma_f64"] =
+      Gamma<double>({0.3, 1.0, 2.5, 30.0, 1000.0, 0.05}, 1.0, false, 42, 0);
   c["gamma_f64_log_tiny"] =
       Gamma<double>({0.001, 0.001, 0.01, 0.5}, 2.0, true, big, 123);
   // Large shapes (contract version 2: the acceptance test without
@@ -127,9 +126,8 @@ std::map<std::string, std::string> ComputeAll() {
       Gamma<float>({3e5f, 1e6f, 1e8f, 1e10f, 1e10f}, 1.0f, false, 11, 0);
   c["gamma_f64_large"] =
       Gamma<double>({3e5, 1e6, 1e8, 1e10, 1e10}, 1.0, false, big, 77);
-  c["dirichlet_f32"] =
-      Dirichlet<float>({0.5f, 1.0f, 2.0f, 1e-3f, 1e-3f, 1e-3f}, {0, 3, 6},
-                       false, 42);
+  c["dirichlet_f32"] = Dirichlet<float>({0.5f, 1.0f, 2.0f, 1e-3f, 1e-3f, 1e-3f},
+                                        {0, 3, 6}, false, 42);
   c["dirichlet_f64_log"] =
       Dirichlet<double>({1e-3, 1.0, 100.0, 0.1, 0.2}, {0, 3, 5}, true, big);
   c["categorical_f32_k7"] =
@@ -168,7 +166,8 @@ TEST(GoldenTest, OutputsMatchCommittedBits) {
     out << "# Golden outputs of tests/unit/golden_test.cc: name: output bits.\n"
         << "# Generated once; a change here is a change of the randomness "
            "contract.\n";
-    for (const auto& [name, value] : computed) out << name << ":" << value << "\n";
+    for (const auto& [name, value] : computed)
+      out << name << ":" << value << "\n";
     GTEST_SKIP() << "wrote " << kGoldenPath;
   }
   const std::map<std::string, std::string> golden = ReadGolden(kGoldenPath);
@@ -179,7 +178,8 @@ TEST(GoldenTest, OutputsMatchCommittedBits) {
     EXPECT_EQ(value, it->second) << "the random stream of " << name
                                  << " changed: see docs/randomness.md";
   }
-  EXPECT_EQ(golden.size(), computed.size()) << "stale entries in the golden file";
+  EXPECT_EQ(golden.size(), computed.size())
+      << "stale entries in the golden file";
 }
 
 }  // namespace

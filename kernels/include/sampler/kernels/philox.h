@@ -36,9 +36,9 @@ SAMPLER_HD PhiloxBlock Philox(uint64_t seed, KindTag tag, uint64_t item,
                               uint32_t draw) {
   r123::Philox4x32::key_type key = {
       {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
-  r123::Philox4x32::ctr_type ctr = {
-      {draw, static_cast<uint32_t>(item), static_cast<uint32_t>(item >> 32),
-       static_cast<uint32_t>(tag)}};
+  r123::Philox4x32::ctr_type ctr = {{draw, static_cast<uint32_t>(item),
+                                     static_cast<uint32_t>(item >> 32),
+                                     static_cast<uint32_t>(tag)}};
   r123::Philox4x32 philox;
   r123::Philox4x32::ctr_type out = philox(ctr, key);
   return PhiloxBlock{{out.v[0], out.v[1], out.v[2], out.v[3]}};
