@@ -1,6 +1,9 @@
 #include "client/args.h"
 
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/algorithm/container.h"
 #include "absl/flags/commandlineflag.h"
@@ -133,6 +136,37 @@ absl::StatusOr<std::vector<std::string>> ParseArgs(
   const std::vector<char*> positional = absl::ParseCommandLine(
       static_cast<int>(args->size()), prepared_argv.data());
   return std::vector<std::string>(positional.begin(), positional.end());
+}
+
+bool WantsHelp(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--") return false;
+    if (arg == "-h" || arg == "--help" || arg == "-help" ||
+        arg == "--helpshort" || arg == "--helpfull") {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string FlagsHelp(absl::Span<const absl::string_view> files) {
+  std::vector<const absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    const std::string filename = flag->Filename();
+    for (absl::string_view file : files) {
+      if (absl::EndsWith(filename, file)) flags.push_back(flag);
+    }
+  }
+  std::sort(flags.begin(), flags.end(), [](const auto* a, const auto* b) {
+    return a->Name() < b->Name();
+  });
+  std::string out;
+  for (const absl::CommandLineFlag* flag : flags) {
+    absl::StrAppend(&out, "  --", flag->Name(), " (", flag->Help(),
+                    "); default: ", flag->DefaultValue(), "\n");
+  }
+  return out;
 }
 
 void ConfigureUsage(absl::string_view usage) {

@@ -36,6 +36,15 @@ absl::StatusOr<std::vector<std::string>> ParseArgs(
 // in client/ (by file) rather than only those of the main file.
 void ConfigureUsage(absl::string_view usage);
 
+// Whether argv asks for help (--help, -h, --helpshort or --helpfull) anywhere
+// after the program name.
+bool WantsHelp(int argc, char** argv);
+
+// The help of the flags defined in source files whose names end in one of
+// `files` (e.g. "client/ctl_gamma.cc"), one flag per entry, sorted by name:
+// "  --name (help); default: value".
+std::string FlagsHelp(absl::Span<const absl::string_view> files);
+
 }  // namespace sampler::client
 
 #endif  // SAMPLER_CLIENT_ARGS_H_

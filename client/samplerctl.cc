@@ -47,23 +47,65 @@ struct NamedCommand {
   Command run;
   // Whether the RPC has a streaming variant (--stream).
   bool streams;
+  // The source file of its own flags (nullptr: none), and one line on it.
+  const char* flags_file;
+  const char* summary;
 };
 
 constexpr NamedCommand kCommands[] = {
-    {"enumerate", sampler::client::RunEnumerate, false},
-    {"categorical", sampler::client::RunCategorical, true},
-    {"gamma", sampler::client::RunGamma, true},
-    {"dirichlet", sampler::client::RunDirichlet, false},
-    {"boards", sampler::client::RunBoards, true},
-    {"info", sampler::client::RunInfo, false},
-    {"health", sampler::client::RunHealth, false},
+    {"enumerate", sampler::client::RunEnumerate, false, "ctl_enumerate.cc",
+     "PMF of a sum of independent terms"},
+    {"categorical", sampler::client::RunCategorical, true,
+     "ctl_categorical.cc", "draws from one categorical distribution per row"},
+    {"gamma", sampler::client::RunGamma, true, "ctl_gamma.cc",
+     "gamma variates, summarised (--print: all of them)"},
+    {"dirichlet", sampler::client::RunDirichlet, false, "ctl_dirichlet.cc",
+     "Dirichlet vectors and their component means"},
+    {"boards", sampler::client::RunBoards, true, "ctl_boards.cc",
+     "random positions: k stones of each colour on a grid"},
+    {"info", sampler::client::RunInfo, false, nullptr,
+     "the server's version, backend, devices and limits"},
+    {"health", sampler::client::RunHealth, false, "ctl_health.cc",
+     "grpc.health.v1 Check; exit 0 if SERVING, 1 otherwise"},
 };
+
+const NamedCommand* FindCommand(absl::string_view name) {
+  for (const NamedCommand& candidate : kCommands) {
+    if (name == candidate.name) return &candidate;
+  }
+  return nullptr;
+}
+
+// `samplerctl SUB --help`: that subcommand's own flags, then the common ones.
+int PrintCommandHelp(const NamedCommand& command) {
+  std::cout << "samplerctl " << command.name << ": " << command.summary
+            << "\n\nusage: samplerctl " << command.name << " [flags]\n";
+  if (command.flags_file != nullptr) {
+    const absl::string_view own[] = {command.flags_file};
+    std::cout << "\n" << command.name << " flags:\n"
+              << sampler::client::FlagsHelp(own);
+  }
+  if (command.streams) {
+    std::cout << "\n" << command.name
+              << " takes --stream (the streaming RPC: answers of any size).\n";
+  }
+  static constexpr absl::string_view kCommon[] = {"ctl_options.cc",
+                                                  "security_flags.cc"};
+  std::cout << "\ncommon flags:\n" << sampler::client::FlagsHelp(kCommon);
+  return 0;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using sampler::client::UsageError;
   sampler::client::ConfigureUsage(kUsage);
+  // absl's --help knows no subcommands: answer `samplerctl SUB --help` here.
+  if (argc >= 2 && sampler::client::WantsHelp(argc, argv)) {
+    if (const NamedCommand* command = FindCommand(argv[1])) {
+      return PrintCommandHelp(*command);
+    }
+  }
   // Repeated --pmf flags are the terms of one problem.
   static constexpr absl::string_view kJoinedFlags[] = {"pmf"};
   const absl::StatusOr<std::vector<std::string>> positional =
@@ -80,10 +122,7 @@ int main(int argc, char** argv) {
         absl::StrCat("unexpected argument \"", (*positional)[2], "\" after ",
                      command_name)));
   }
-  const NamedCommand* command = nullptr;
-  for (const NamedCommand& candidate : kCommands) {
-    if (command_name == candidate.name) command = &candidate;
-  }
+  const NamedCommand* command = FindCommand(command_name);
   if (command == nullptr) {
     return UsageError(absl::InvalidArgumentError(
         absl::StrCat("unknown subcommand \"", command_name, "\"")));

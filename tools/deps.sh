@@ -9,6 +9,8 @@ packages=(
   libabsl-dev prometheus-cpp-dev librandom123-dev
   libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
   python3 python3-grpcio python3-protobuf
+  python3-numpy python3-venv python3-setuptools python3-pip  # client/python
+  clang-format  # tools/check_format.sh
   prometheus docker-compose nginx python3-yaml  # tests/deploy
   clang-14 libclang-rt-14-dev  # tools/ci/20-fuzz.sh: libFuzzer, ASan, UBSan
   openssl  # tests/security makes its certificates (libssl-dev comes with libgrpc-dev)
