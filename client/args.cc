@@ -158,9 +158,8 @@ std::string FlagsHelp(absl::Span<const absl::string_view> files) {
       if (absl::EndsWith(filename, file)) flags.push_back(flag);
     }
   }
-  std::sort(flags.begin(), flags.end(), [](const auto* a, const auto* b) {
-    return a->Name() < b->Name();
-  });
+  std::sort(flags.begin(), flags.end(),
+            [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
   std::string out;
   for (const absl::CommandLineFlag* flag : flags) {
     absl::StrAppend(&out, "  --", flag->Name(), " (", flag->Help(),

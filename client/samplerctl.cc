@@ -55,8 +55,8 @@ struct NamedCommand {
 constexpr NamedCommand kCommands[] = {
     {"enumerate", sampler::client::RunEnumerate, false, "ctl_enumerate.cc",
      "PMF of a sum of independent terms"},
-    {"categorical", sampler::client::RunCategorical, true,
-     "ctl_categorical.cc", "draws from one categorical distribution per row"},
+    {"categorical", sampler::client::RunCategorical, true, "ctl_categorical.cc",
+     "draws from one categorical distribution per row"},
     {"gamma", sampler::client::RunGamma, true, "ctl_gamma.cc",
      "gamma variates, summarised (--print: all of them)"},
     {"dirichlet", sampler::client::RunDirichlet, false, "ctl_dirichlet.cc",
@@ -82,11 +82,13 @@ int PrintCommandHelp(const NamedCommand& command) {
             << "\n\nusage: samplerctl " << command.name << " [flags]\n";
   if (command.flags_file != nullptr) {
     const absl::string_view own[] = {command.flags_file};
-    std::cout << "\n" << command.name << " flags:\n"
+    std::cout << "\n"
+              << command.name << " flags:\n"
               << sampler::client::FlagsHelp(own);
   }
   if (command.streams) {
-    std::cout << "\n" << command.name
+    std::cout << "\n"
+              << command.name
               << " takes --stream (the streaming RPC: answers of any size).\n";
   }
   static constexpr absl::string_view kCommon[] = {"ctl_options.cc",

@@ -1,6 +1,5 @@
-#include "sampler/kernels/cuda/status.h"
-
 #include "absl/strings/str_cat.h"
+#include "sampler/kernels/cuda/status.h"
 
 namespace sampler::kernels::cuda {
 

@@ -15,10 +15,10 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<Backend>> Cpu(const BackendOptions& options,
                                              const std::string& reason) {
-  const int threads = options.cpu_threads > 0
-                          ? options.cpu_threads
-                          : static_cast<int>(std::max(
-                                1u, std::thread::hardware_concurrency()));
+  const int threads =
+      options.cpu_threads > 0
+          ? options.cpu_threads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   absl::StatusOr<std::unique_ptr<CpuBackend>> cpu =
       CpuBackend::Create(threads, reason);
   if (!cpu.ok()) return cpu.status();

@@ -57,11 +57,12 @@ absl::StatusOr<cudaMemPool_t> CreatePool(int index,
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = index;
-  props.maxSize = static_cast<size_t>(std::max<int64_t>(0, options.pool_limit_bytes));
+  props.maxSize =
+      static_cast<size_t>(std::max<int64_t>(0, options.pool_limit_bytes));
   cudaMemPool_t pool = nullptr;
   SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemPoolCreate(&pool, &props));
-  uint64_t threshold =
-      static_cast<uint64_t>(std::max<int64_t>(0, options.pool_release_threshold_bytes));
+  uint64_t threshold = static_cast<uint64_t>(
+      std::max<int64_t>(0, options.pool_release_threshold_bytes));
   SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemPoolSetAttribute(
       pool, cudaMemPoolAttrReleaseThreshold, &threshold));
   return pool;
@@ -129,10 +130,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
   }
   for (auto& device : backend->devices_) {
     for (auto& slot : device->slots) {
-      backend->workers_.emplace_back(
-          [b = backend.get(), d = device.get(), s = slot.get()] {
-            b->WorkerLoop(d, s);
-          });
+      backend->workers_.emplace_back([b = backend.get(), d = device.get(),
+                                      s = slot.get()] { b->WorkerLoop(d, s); });
     }
   }
   return backend;
@@ -156,9 +155,7 @@ BackendInfo CudaBackend::Info() const {
   return info;
 }
 
-int CudaBackend::Capacity() const {
-  return static_cast<int>(workers_.size());
-}
+int CudaBackend::Capacity() const { return static_cast<int>(workers_.size()); }
 
 void CudaBackend::Submit(int64_t items, Task task, BatchDone done) {
   Device* best = devices_.front().get();

@@ -10,6 +10,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/tools/build.sh"
 echo "== buf lint"
 (cd "$root" && tools/buf/node_modules/.bin/buf lint) && echo "buf lint: passed"
+echo "== format"
+"$root/tools/check_format.sh"
 echo "== tests"
 # ctest, then the check that every GoogleTest binary ran a test (a binary
 # with none, a filter matching nothing, all tests skipped, or a main that

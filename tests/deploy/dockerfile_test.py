@@ -49,6 +49,10 @@ TEST_ONLY_PACKAGES = {
     "npm", "prometheus", "docker-compose", "nginx", "python3-yaml",
     "openssl",  # tests/security's certificates, made at test time
     "clang-14", "libclang-rt-14-dev",  # tools/ci/20-fuzz.sh: libFuzzer
+    # client/python's tests (a venv over Debian's packages) and the format
+    # check of tools/test.sh.
+    "python3-numpy", "python3-venv", "python3-setuptools", "python3-pip",
+    "clang-format",
 }
 # What must never be in the final image.
 BUILD_ONLY = re.compile(r"(-dev$|^build-essential$|^cmake$|^ninja-build$|"

@@ -5,12 +5,11 @@
 #define SAMPLER_TESTS_STAT_STAT_UTIL_H_
 
 #include <algorithm>
+#include <boost/math/distributions/chi_squared.hpp>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
-
-#include <boost/math/distributions/chi_squared.hpp>
 
 namespace sampler::testing {
 

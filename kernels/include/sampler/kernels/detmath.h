@@ -114,7 +114,7 @@ SAMPLER_HD double Exp(double x) {
   if (x < -745.1332191019412) return 0.0;
   const double k = RoundNearest(x * 1.4426950408889634);
   double r = Fma(-k, 6.93147180369123816490e-01, x);  // ln2 high part
-  r = Fma(-k, 1.90821492927058770002e-10, r);          // ln2 - high part
+  r = Fma(-k, 1.90821492927058770002e-10, r);         // ln2 - high part
   // Taylor polynomial of degree 13 for |r| <= 0.3466 (truncation < 4e-18).
   double p = 1.0 / 6227020800.0;  // 1/13!
   p = Fma(p, r, 1.0 / 479001600.0);
@@ -141,8 +141,7 @@ SAMPLER_HD double Exp(double x) {
 // Natural logarithm. log(0) = -inf, log(x < 0) = NaN, log(inf) = inf.
 SAMPLER_HD float Log(float x) {
   if (!(x > 0.0f)) {
-    return x == 0.0f ? -FloatFromBits(0x7f800000u)
-                     : FloatFromBits(0x7fc00000u);
+    return x == 0.0f ? -FloatFromBits(0x7f800000u) : FloatFromBits(0x7fc00000u);
   }
   if (x == FloatFromBits(0x7f800000u)) return x;
   int e = 0;
