@@ -275,7 +275,7 @@ int Run(int reps, int only) {
     BENCH_CUDA(cudaMemsetAsync(out->data(), 0xAB, words * sizeof(uint64_t),
                                stream->get()));
     const double ms = time_ms([&] {
-      Check(kernels::cuda::LaunchSampleBoards(
+      Check(kernels::cuda::LaunchBoards(
                 segments, device_segments->as<BoardSegment>(),
                 out->as<uint64_t>(), words, stream->get(), options),
             "launch");

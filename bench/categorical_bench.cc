@@ -186,10 +186,10 @@ class Bench {
       const T* values = inputs_[i % kBuffers].as<T>();
       SAMPLER_CUDA_RETURN_IF_ERROR(
           cudaEventRecord(start_.get(), stream_.get()));
-      if (absl::Status s = LaunchSampleCategorical(
-              *plan, d_segs->as<CategoricalSegment>(), values,
-              out->as<int32_t>(), workspace->data(), workspace->size(),
-              stream_.get());
+      if (absl::Status s =
+              LaunchCategorical(*plan, d_segs->as<CategoricalSegment>(), values,
+                                out->as<int32_t>(), workspace->data(),
+                                workspace->size(), stream_.get());
           !s.ok()) {
         return s;
       }

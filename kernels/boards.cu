@@ -772,11 +772,11 @@ absl::Status PrepareBoardSegmentsWithVariant(absl::Span<BoardSegment> segments,
   return Prepare(segments, out_words, BoardKernel::kAuto, variant);
 }
 
-absl::Status LaunchSampleBoards(absl::Span<const BoardSegment> segments,
-                                const BoardSegment* device_segments,
-                                uint64_t* device_out, size_t out_words,
-                                cudaStream_t stream,
-                                const BoardLaunchOptions& options) {
+absl::Status LaunchBoards(absl::Span<const BoardSegment> segments,
+                          const BoardSegment* device_segments,
+                          uint64_t* device_out, size_t out_words,
+                          cudaStream_t stream,
+                          const BoardLaunchOptions& options) {
   if (segments.empty()) return absl::OkStatus();
   if (device_segments == nullptr) {
     return absl::InvalidArgumentError("device_segments: null");

@@ -828,7 +828,7 @@ absl::Status LaunchOne(void (*kernel)(KernelParams<T>), KernelParams<T> params,
       (task_end - task_offset + kWarpsPerBlock - 1) / kWarpsPerBlock;
   if (grid > std::numeric_limits<int32_t>::max()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("LaunchSampleCategorical: ", task_end - task_offset,
+        absl::StrCat("LaunchCategorical: ", task_end - task_offset,
                      " tasks are more than one launch can take"));
   }
   params.task_offset = task_offset;
@@ -857,26 +857,25 @@ absl::Status Launch(const CategoricalPlan& plan,
       std::is_same_v<T, double> ? Precision::kFloat64 : Precision::kFloat32;
   if (plan.precision != precision) {
     return absl::InvalidArgumentError(
-        "LaunchSampleCategorical: values of the other precision than the "
+        "LaunchCategorical: values of the other precision than the "
         "plan's");
   }
   if (plan.tasks == 0) return absl::OkStatus();
   if (device_segments == nullptr || values == nullptr || out == nullptr) {
-    return absl::InvalidArgumentError(
-        "LaunchSampleCategorical: null device pointer");
+    return absl::InvalidArgumentError("LaunchCategorical: null device pointer");
   }
   if (workspace_bytes < plan.workspace_bytes ||
       (plan.workspace_bytes > 0 && workspace == nullptr)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("LaunchSampleCategorical: workspace of ", workspace_bytes,
+        absl::StrCat("LaunchCategorical: workspace of ", workspace_bytes,
                      " bytes, the plan needs ", plan.workspace_bytes));
   }
   if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
     return absl::InvalidArgumentError(
-        "LaunchSampleCategorical: workspace not aligned to 16 bytes");
+        "LaunchCategorical: workspace not aligned to 16 bytes");
   }
   if (plan.split_task < 0 || plan.split_task > plan.tasks) {
-    return absl::InvalidArgumentError("LaunchSampleCategorical: bad plan");
+    return absl::InvalidArgumentError("LaunchCategorical: bad plan");
   }
   KernelParams<T> params{};
   params.segments = device_segments;
@@ -910,7 +909,7 @@ absl::Status Launch(const CategoricalPlan& plan,
       return LaunchOne<T>(WarpPerRowKernel<T>, params, 0, plan.tasks,
                           plan.smem_warp_elems[0], stream);
   }
-  return absl::InvalidArgumentError("LaunchSampleCategorical: bad kernel");
+  return absl::InvalidArgumentError("LaunchCategorical: bad kernel");
 }
 
 }  // namespace
@@ -1092,20 +1091,20 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   return plan;
 }
 
-absl::Status LaunchSampleCategorical(const CategoricalPlan& plan,
-                                     const CategoricalSegment* device_segments,
-                                     const float* values, int32_t* out,
-                                     void* workspace, size_t workspace_bytes,
-                                     cudaStream_t stream) {
+absl::Status LaunchCategorical(const CategoricalPlan& plan,
+                               const CategoricalSegment* device_segments,
+                               const float* values, int32_t* out,
+                               void* workspace, size_t workspace_bytes,
+                               cudaStream_t stream) {
   return Launch<float>(plan, device_segments, values, out, workspace,
                        workspace_bytes, stream);
 }
 
-absl::Status LaunchSampleCategorical(const CategoricalPlan& plan,
-                                     const CategoricalSegment* device_segments,
-                                     const double* values, int32_t* out,
-                                     void* workspace, size_t workspace_bytes,
-                                     cudaStream_t stream) {
+absl::Status LaunchCategorical(const CategoricalPlan& plan,
+                               const CategoricalSegment* device_segments,
+                               const double* values, int32_t* out,
+                               void* workspace, size_t workspace_bytes,
+                               cudaStream_t stream) {
   return Launch<double>(plan, device_segments, values, out, workspace,
                         workspace_bytes, stream);
 }

@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "sampler/kernels/cuda/enumerate.h"
-#include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/enumerate.h"
 #include "server/cuda_exec.h"
 
@@ -40,12 +39,12 @@ template <typename T>
 absl::Status RecomputeOnCpu(const EnumerateWork<T>& work, int p) {
   const EnumerateProblem<T>& problem = work.problems[p];
   const std::vector<kernels::PmfTerm<T>> terms = Terms(problem);
-  absl::StatusOr<kernels::Pmf<T>> pmf = kernels::EnumerateCpu<T>(
-      terms, work.input_space, work.output_space);
+  absl::StatusOr<kernels::Pmf<T>> pmf =
+      kernels::EnumerateCpu<T>(terms, work.input_space, work.output_space);
   if (!pmf.ok()) {
-    return absl::Status(pmf.status().code(),
-                        absl::StrCat("problems[", p, "]: ",
-                                     pmf.status().message()));
+    return absl::Status(
+        pmf.status().code(),
+        absl::StrCat("problems[", p, "]: ", pmf.status().message()));
   }
   std::memcpy(problem.out.data(), pmf->values.data(),
               problem.out.size() * sizeof(T));
@@ -74,64 +73,40 @@ absl::StatusOr<double> RunEnumerate(Batch<EnumerateJob>& batch,
   if (placed.empty()) return 0.0;
   if (absl::Status s = builder.Finish(); !s.ok()) return s;
 
-  const size_t arena_bytes = builder.ArenaBytes();
   const size_t out_bytes = static_cast<size_t>(builder.total_out()) * sizeof(T);
   const size_t status_at = (out_bytes + 7) / 8 * 8;
   const size_t status_bytes = builder.problems().size() * sizeof(uint32_t);
-  if (absl::Status s = slot.Reserve(arena_bytes, status_at + status_bytes);
-      !s.ok()) {
-    return s;
-  }
-  builder.PackInto(slot.in.data());
-  absl::StatusOr<kc::DeviceBuffer> arena = slot.Allocate(arena_bytes);
-  if (!arena.ok()) return arena.status();
-  absl::StatusOr<kc::DeviceBuffer> out = slot.Allocate(out_bytes);
-  if (!out.ok()) return out.status();
-  absl::StatusOr<kc::DeviceBuffer> status = slot.Allocate(status_bytes);
-  if (!status.ok()) return status.status();
-  absl::StatusOr<kc::DeviceBuffer> scratch =
-      slot.Allocate(builder.ScratchBytes());
-  if (!scratch.ok()) return scratch.status();
-
-  const cudaStream_t stream = slot.stream.get();
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arena->data(), slot.in.data(),
-                                               arena_bytes,
-                                               cudaMemcpyHostToDevice, stream));
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.start.get(), stream));
-  if (absl::Status s = kc::LaunchEnumerate<T>(
-          builder.View(arena->data(), out->as<T>(), status->as<uint32_t>(),
-                       scratch->data(), builder.ScratchBytes()),
-          stream);
-      !s.ok()) {
-    return s;
-  }
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.stop.get(), stream));
-  char* staged = static_cast<char*>(slot.out.data());
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-      staged, out->data(), out_bytes, cudaMemcpyDeviceToHost, stream));
-  SAMPLER_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(staged + status_at, status->data(), status_bytes,
-                      cudaMemcpyDeviceToHost, stream));
-  absl::StatusOr<double> seconds = slot.Finish();
-  if (!seconds.ok()) return seconds;
-
-  const T* values = reinterpret_cast<const T*>(staged);
-  const uint32_t* words = reinterpret_cast<const uint32_t*>(staged + status_at);
-  for (const PlacedProblem<T>& p : placed) {
-    const auto& work = std::get<EnumerateWork<T>>(p.job->work);
-    const EnumerateProblem<T>& problem = work.problems[p.problem];
-    if (words[p.index] != 0) {
-      if (absl::Status s = RecomputeOnCpu(work, p.problem);
-          !s.ok() && p.job->status.ok()) {
-        p.job->status = s;
-      }
-      continue;
-    }
-    const kc::EnumerateProblem& result = builder.problems()[p.index];
-    std::memcpy(problem.out.data(), values + result.out_begin,
-                problem.out.size() * sizeof(T));
-  }
-  return seconds;
+  const StagingPlan plan{builder.ArenaBytes(), status_at + status_bytes,
+                         builder.ScratchBytes()};
+  return slot.Run(
+      plan, [&](char* staged) { builder.PackInto(staged); },
+      [&](const DeviceRegions& device, cudaStream_t stream) {
+        char* out = static_cast<char*>(device.out);
+        return kc::LaunchEnumerate<T>(
+            builder.View(device.in, reinterpret_cast<T*>(out),
+                         reinterpret_cast<uint32_t*>(out + status_at),
+                         device.scratch, builder.ScratchBytes()),
+            stream);
+      },
+      [&](const char* staged) {
+        const T* values = reinterpret_cast<const T*>(staged);
+        const uint32_t* words =
+            reinterpret_cast<const uint32_t*>(staged + status_at);
+        for (const PlacedProblem<T>& p : placed) {
+          const auto& work = std::get<EnumerateWork<T>>(p.job->work);
+          const EnumerateProblem<T>& problem = work.problems[p.problem];
+          if (words[p.index] != 0) {
+            if (absl::Status s = RecomputeOnCpu(work, p.problem);
+                !s.ok() && p.job->status.ok()) {
+              p.job->status = s;
+            }
+            continue;
+          }
+          const kc::EnumerateProblem& result = builder.problems()[p.index];
+          std::memcpy(problem.out.data(), values + result.out_begin,
+                      problem.out.size() * sizeof(T));
+        }
+      });
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "sampler/kernels/cuda/gamma.h"
-#include "sampler/kernels/cuda/status.h"
 #include "server/cuda_exec.h"
 
 namespace sampler::server {
@@ -25,63 +24,40 @@ struct Placed {
   absl::Span<T> out;
 };
 
-// Copies the arena in, runs `launch` between the slot's timing events,
-// copies outputs and segment status words back, waits, and hands each placed
-// job its slice and status. Returns the kernel seconds.
+// Stages the arena, runs `launch`, and hands each placed job its slice of
+// the outputs and its status word (the words follow the outputs, 8-byte
+// aligned, in the same download). Returns the kernel seconds.
 template <typename T, typename Builder, typename LaunchFn>
 absl::StatusOr<double> RunArena(const Builder& builder,
                                 const std::vector<Placed<T>>& placed,
                                 CudaSlot& slot, LaunchFn launch) {
   if (placed.empty()) return 0.0;
-  const size_t arena_bytes = builder.ArenaBytes();
   const size_t out_bytes = static_cast<size_t>(builder.total()) * sizeof(T);
-  const size_t status_bytes = builder.segments().size() * sizeof(uint32_t);
-  // Status words follow the outputs in the staging buffer, 8-byte aligned.
   const size_t status_at = (out_bytes + 7) / 8 * 8;
-  if (absl::Status s = slot.Reserve(arena_bytes, status_at + status_bytes);
-      !s.ok()) {
-    return s;
-  }
-  builder.PackInto(slot.in.data());
-  absl::StatusOr<kc::DeviceBuffer> arena = slot.Allocate(arena_bytes);
-  if (!arena.ok()) return arena.status();
-  absl::StatusOr<kc::DeviceBuffer> out = slot.Allocate(out_bytes);
-  if (!out.ok()) return out.status();
-  absl::StatusOr<kc::DeviceBuffer> status = slot.Allocate(status_bytes);
-  if (!status.ok()) return status.status();
-
-  const cudaStream_t stream = slot.stream.get();
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arena->data(), slot.in.data(),
-                                               arena_bytes,
-                                               cudaMemcpyHostToDevice, stream));
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.start.get(), stream));
-  if (absl::Status s = launch(builder.View(arena->data(), out->as<T>(),
-                                           status->as<uint32_t>()),
-                              stream);
-      !s.ok()) {
-    return s;
-  }
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.stop.get(), stream));
-  char* staged = static_cast<char*>(slot.out.data());
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-      staged, out->data(), out_bytes, cudaMemcpyDeviceToHost, stream));
-  SAMPLER_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(staged + status_at, status->data(), status_bytes,
-                      cudaMemcpyDeviceToHost, stream));
-  absl::StatusOr<double> seconds = slot.Finish();
-  if (!seconds.ok()) return seconds;
-
-  const T* values = reinterpret_cast<const T*>(staged);
-  const uint32_t* words = reinterpret_cast<const uint32_t*>(staged + status_at);
-  for (const Placed<T>& p : placed) {
-    const auto& segment = builder.segments()[p.segment];
-    std::memcpy(p.out.data(), values + segment.out_begin,
-                p.out.size() * sizeof(T));
-    if (words[p.segment] != 0) {
-      p.job->status = kc::SegmentStatus(words[p.segment], p.segment);
-    }
-  }
-  return seconds;
+  const size_t status_bytes = builder.segments().size() * sizeof(uint32_t);
+  const StagingPlan plan{builder.ArenaBytes(), status_at + status_bytes, 0};
+  return slot.Run(
+      plan, [&](char* staged) { builder.PackInto(staged); },
+      [&](const DeviceRegions& device, cudaStream_t stream) {
+        char* out = static_cast<char*>(device.out);
+        return launch(
+            builder.View(device.in, reinterpret_cast<T*>(out),
+                         reinterpret_cast<uint32_t*>(out + status_at)),
+            stream);
+      },
+      [&](const char* staged) {
+        const T* values = reinterpret_cast<const T*>(staged);
+        const uint32_t* words =
+            reinterpret_cast<const uint32_t*>(staged + status_at);
+        for (const Placed<T>& p : placed) {
+          const auto& segment = builder.segments()[p.segment];
+          std::memcpy(p.out.data(), values + segment.out_begin,
+                      p.out.size() * sizeof(T));
+          if (words[p.segment] != 0) {
+            p.job->status = kc::SegmentStatus(words[p.segment], p.segment);
+          }
+        }
+      });
 }
 
 template <typename T>

@@ -363,7 +363,7 @@ void RunCategorical(Ctx& ctx, const std::string& name, const std::vector<T>& w,
     void* workspace = plan->workspace_bytes > 0
                           ? ctx.work.Get(plan->workspace_bytes)
                           : nullptr;
-    SP_CHECK(kernels::cuda::LaunchSampleCategorical(
+    SP_CHECK(kernels::cuda::LaunchCategorical(
         *plan, static_cast<const kernels::cuda::CategoricalSegment*>(dev_seg),
         dev_values, out, workspace, plan->workspace_bytes, ctx.stream));
     LaunchHistogram(out, segs * per_seg, k, counts, ctx.stream);
@@ -657,7 +657,7 @@ void RunBoards(Ctx& ctx, const kernels::BoardSpec& spec, int64_t n_sites,
     void* dev_seg = ctx.arena.Get(sizeof(host));
     SP_CUDA(cudaMemcpyAsync(dev_seg, &host, sizeof(host),
                             cudaMemcpyHostToDevice, ctx.stream));
-    SP_CHECK(kernels::cuda::LaunchSampleBoards(
+    SP_CHECK(kernels::cuda::LaunchBoards(
         {&host, 1}, static_cast<const kernels::cuda::BoardSegment*>(dev_seg),
         out, len * per_position, ctx.stream));
     LaunchBoardStats(out, len, spec.rows, spec.cols, colours, words, counters,

@@ -74,17 +74,17 @@ TEST(BoardsCudaHostTest, BadLaunchesAreRefusedBeforeTheDevice) {
   uint64_t* dout = FakeDeviceOut();
   cudaStream_t stream = nullptr;
 
-  EXPECT_TRUE(LaunchSampleBoards({}, nullptr, nullptr, 0, stream).ok());
+  EXPECT_TRUE(LaunchBoards({}, nullptr, nullptr, 0, stream).ok());
   std::vector<BoardSegment> none;
   EXPECT_TRUE(PrepareBoardSegments(absl::MakeSpan(none), 0).ok());
 
   std::vector<BoardSegment> batch = {*good};
   ASSERT_TRUE(PrepareBoardSegments(absl::MakeSpan(batch), words).ok());
-  EXPECT_TRUE(HasCode(LaunchSampleBoards(batch, nullptr, dout, words, stream),
+  EXPECT_TRUE(HasCode(LaunchBoards(batch, nullptr, dout, words, stream),
                       absl::StatusCode::kInvalidArgument, "device_segments"));
-  EXPECT_TRUE(HasCode(LaunchSampleBoards(batch, dseg, nullptr, words, stream),
+  EXPECT_TRUE(HasCode(LaunchBoards(batch, dseg, nullptr, words, stream),
                       absl::StatusCode::kInvalidArgument, "device_out"));
-  EXPECT_TRUE(HasCode(LaunchSampleBoards(batch, dseg, dout, words - 1, stream),
+  EXPECT_TRUE(HasCode(LaunchBoards(batch, dseg, dout, words - 1, stream),
                       absl::StatusCode::kInvalidArgument,
                       "segments[0].out_offset"));
 
@@ -92,21 +92,21 @@ TEST(BoardsCudaHostTest, BadLaunchesAreRefusedBeforeTheDevice) {
   std::vector<BoardSegment> empty = {*good};
   empty[0].count = 0;
   ASSERT_TRUE(PrepareBoardSegments(absl::MakeSpan(empty), 0).ok());
-  EXPECT_TRUE(LaunchSampleBoards(empty, dseg, nullptr, 0, stream).ok());
+  EXPECT_TRUE(LaunchBoards(empty, dseg, nullptr, 0, stream).ok());
 
   // Not prepared, or changed after preparing.
   std::vector<BoardSegment> raw = {*good};
-  EXPECT_TRUE(HasCode(LaunchSampleBoards(raw, dseg, dout, words, stream),
+  EXPECT_TRUE(HasCode(LaunchBoards(raw, dseg, dout, words, stream),
                       absl::StatusCode::kFailedPrecondition, "not prepared"));
   std::vector<BoardSegment> shifted = batch;
   shifted[0].item_begin = 1;
-  EXPECT_TRUE(HasCode(LaunchSampleBoards(shifted, dseg, dout, words, stream),
+  EXPECT_TRUE(HasCode(LaunchBoards(shifted, dseg, dout, words, stream),
                       absl::StatusCode::kFailedPrecondition, "not prepared"));
   std::vector<BoardSegment> grown = batch;
   grown[0].rows = 33;
   grown[0].cols = 33;
   grown[0].count = 1;
-  EXPECT_TRUE(HasCode(LaunchSampleBoards(grown, dseg, dout, words, stream),
+  EXPECT_TRUE(HasCode(LaunchBoards(grown, dseg, dout, words, stream),
                       absl::StatusCode::kFailedPrecondition, "not prepared"));
 
   // Bad specs, counts and positions, refused by both steps; Prepare leaves
@@ -121,9 +121,8 @@ TEST(BoardsCudaHostTest, BadLaunchesAreRefusedBeforeTheDevice) {
               0);
     s.variant = 0;
     std::vector<BoardSegment> launched = {s};
-    EXPECT_TRUE(
-        HasCode(LaunchSampleBoards(launched, dseg, dout, 1 << 20, stream),
-                absl::StatusCode::kInvalidArgument, part));
+    EXPECT_TRUE(HasCode(LaunchBoards(launched, dseg, dout, 1 << 20, stream),
+                        absl::StatusCode::kInvalidArgument, part));
   };
   BoardSegment bad = *good;
   bad.stones[1] = 300;

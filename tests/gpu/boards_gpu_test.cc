@@ -239,7 +239,7 @@ class BoardsGpuTest : public ::testing::Test {
       SAMPLER_CUDA_RETURN_IF_ERROR(
           cudaMemsetAsync(device_out->data(), 0xAB, out_bytes, stream->get()));
     }
-    if (absl::Status status = LaunchSampleBoards(
+    if (absl::Status status = LaunchBoards(
             prepared, device_segments->as<BoardSegment>(),
             device_out->as<uint64_t>(), words, stream->get(), options);
         !status.ok()) {
@@ -453,45 +453,41 @@ TEST_F(BoardsGpuTest, BadLaunchesAreRefused) {
   auto* dout = device_out->as<uint64_t>();
 
   // No segments: nothing to do, whatever the pointers.
-  EXPECT_TRUE(LaunchSampleBoards({}, nullptr, nullptr, 0, stream->get()).ok());
+  EXPECT_TRUE(LaunchBoards({}, nullptr, nullptr, 0, stream->get()).ok());
   std::vector<BoardSegment> none;
   EXPECT_TRUE(PrepareBoardSegments(absl::MakeSpan(none), 0).ok());
 
   std::vector<BoardSegment> batch = {*good};
   ASSERT_TRUE(PrepareBoardSegments(absl::MakeSpan(batch), words).ok());
-  EXPECT_TRUE(
-      HasCode(LaunchSampleBoards(batch, nullptr, dout, words, stream->get()),
-              absl::StatusCode::kInvalidArgument, "device_segments"));
-  EXPECT_TRUE(
-      HasCode(LaunchSampleBoards(batch, dseg, nullptr, words, stream->get()),
-              absl::StatusCode::kInvalidArgument, "device_out"));
+  EXPECT_TRUE(HasCode(LaunchBoards(batch, nullptr, dout, words, stream->get()),
+                      absl::StatusCode::kInvalidArgument, "device_segments"));
+  EXPECT_TRUE(HasCode(LaunchBoards(batch, dseg, nullptr, words, stream->get()),
+                      absl::StatusCode::kInvalidArgument, "device_out"));
   // Too small an output buffer.
-  EXPECT_TRUE(
-      HasCode(LaunchSampleBoards(batch, dseg, dout, words - 1, stream->get()),
-              absl::StatusCode::kInvalidArgument, "segments[0].out_offset"));
+  EXPECT_TRUE(HasCode(LaunchBoards(batch, dseg, dout, words - 1, stream->get()),
+                      absl::StatusCode::kInvalidArgument,
+                      "segments[0].out_offset"));
 
   // No positions: nothing to launch, so no output pointer is needed.
   std::vector<BoardSegment> empty = {*good};
   empty[0].count = 0;
   ASSERT_TRUE(PrepareBoardSegments(absl::MakeSpan(empty), 0).ok());
-  EXPECT_TRUE(LaunchSampleBoards(empty, dseg, nullptr, 0, stream->get()).ok());
+  EXPECT_TRUE(LaunchBoards(empty, dseg, nullptr, 0, stream->get()).ok());
 
   // Not prepared, or changed after preparing.
   std::vector<BoardSegment> raw = {*good};
-  EXPECT_TRUE(HasCode(LaunchSampleBoards(raw, dseg, dout, words, stream->get()),
+  EXPECT_TRUE(HasCode(LaunchBoards(raw, dseg, dout, words, stream->get()),
                       absl::StatusCode::kFailedPrecondition, "not prepared"));
   std::vector<BoardSegment> shifted = batch;
   shifted[0].item_begin = 1;
-  EXPECT_TRUE(
-      HasCode(LaunchSampleBoards(shifted, dseg, dout, words, stream->get()),
-              absl::StatusCode::kFailedPrecondition, "not prepared"));
+  EXPECT_TRUE(HasCode(LaunchBoards(shifted, dseg, dout, words, stream->get()),
+                      absl::StatusCode::kFailedPrecondition, "not prepared"));
   std::vector<BoardSegment> grown = batch;
   grown[0].rows = 33;
   grown[0].cols = 33;
   grown[0].count = 1;
-  EXPECT_TRUE(
-      HasCode(LaunchSampleBoards(grown, dseg, dout, words, stream->get()),
-              absl::StatusCode::kFailedPrecondition, "not prepared"));
+  EXPECT_TRUE(HasCode(LaunchBoards(grown, dseg, dout, words, stream->get()),
+                      absl::StatusCode::kFailedPrecondition, "not prepared"));
 
   // Bad specs, counts, positions and kernel choices are refused by both
   // steps before any device work: BoardsCudaHostTest
@@ -504,7 +500,7 @@ TEST_F(BoardsGpuTest, BadLaunchesAreRefused) {
   ASSERT_EQ(cudaMemcpyAsync(dseg, batch.data(), sizeof(BoardSegment),
                             cudaMemcpyHostToDevice, stream->get()),
             cudaSuccess);
-  EXPECT_TRUE(LaunchSampleBoards(batch, dseg, dout, words, stream->get()).ok());
+  EXPECT_TRUE(LaunchBoards(batch, dseg, dout, words, stream->get()).ok());
   std::vector<uint64_t> got(words);
   ASSERT_EQ(cudaMemcpyAsync(got.data(), dout, words * sizeof(uint64_t),
                             cudaMemcpyDeviceToHost, stream->get()),

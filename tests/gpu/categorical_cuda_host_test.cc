@@ -84,12 +84,12 @@ TEST(CategoricalCudaHostTest, EmptyBatchLaunchesNothing) {
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->tasks, 0);
   const double* values = nullptr;
-  EXPECT_TRUE(LaunchSampleCategorical(*plan, nullptr, values, nullptr, nullptr,
-                                      0, nullptr)
-                  .ok());
+  EXPECT_TRUE(
+      LaunchCategorical(*plan, nullptr, values, nullptr, nullptr, 0, nullptr)
+          .ok());
   const float* float_values = nullptr;
-  EXPECT_EQ(LaunchSampleCategorical(*plan, nullptr, float_values, nullptr,
-                                    nullptr, 0, nullptr)
+  EXPECT_EQ(LaunchCategorical(*plan, nullptr, float_values, nullptr, nullptr, 0,
+                              nullptr)
                 .code(),
             absl::StatusCode::kInvalidArgument);
 }

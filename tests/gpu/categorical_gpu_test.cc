@@ -212,7 +212,7 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel) {
         cudaMemsetAsync(workspace->data(), 0xff, plan->workspace_bytes, st),
         cudaSuccess);
   }
-  const absl::Status launched = LaunchSampleCategorical(
+  const absl::Status launched = LaunchCategorical(
       *plan, static_cast<const CategoricalSegment*>(segs->data()),
       static_cast<const T*>(values->data()), static_cast<int32_t*>(out->data()),
       workspace->data(), workspace->size(), st);

@@ -11,7 +11,7 @@
 //      their positions (item_begin);
 //   2. the caller copies the prepared array as is to device memory (the
 //      struct has one layout on host and device) and calls
-//      LaunchSampleBoards(host_segments, device_segments, out, ...), which
+//      LaunchBoards(host_segments, device_segments, out, ...), which
 //      queues one kernel per variant present on the caller's stream.
 #ifndef SAMPLER_KERNELS_CUDA_BOARDS_H_
 #define SAMPLER_KERNELS_CUDA_BOARDS_H_
@@ -150,11 +150,11 @@ struct BoardLaunchOptions {
 // kernels): InvalidArgument for a bad segment or a null pointer with work to
 // do, FailedPrecondition for an array that PrepareBoardSegments did not
 // prepare. An empty batch, or one of no positions, queues nothing.
-absl::Status LaunchSampleBoards(absl::Span<const BoardSegment> segments,
-                                const BoardSegment* device_segments,
-                                uint64_t* device_out, size_t out_words,
-                                cudaStream_t stream,
-                                const BoardLaunchOptions& options = {});
+absl::Status LaunchBoards(absl::Span<const BoardSegment> segments,
+                          const BoardSegment* device_segments,
+                          uint64_t* device_out, size_t out_words,
+                          cudaStream_t stream,
+                          const BoardLaunchOptions& options = {});
 
 }  // namespace sampler::kernels::cuda
 

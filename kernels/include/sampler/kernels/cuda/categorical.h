@@ -14,7 +14,7 @@
 //   2. the caller copies the prepared array as is to device memory (the
 //      struct has one layout on host and device), allocates
 //      plan.workspace_bytes of device memory if that is not zero, and calls
-//      LaunchSampleCategorical(plan, device_segments, values, out, ...),
+//      LaunchCategorical(plan, device_segments, values, out, ...),
 //      which queues one kernel on the caller's stream.
 //
 // The values themselves are not checked on the device: the caller validates
@@ -85,7 +85,7 @@ struct CategoricalSegment {
   uint64_t workspace_offset = 0;
 };
 
-// What PrepareCategoricalSegments decided; LaunchSampleCategorical takes it
+// What PrepareCategoricalSegments decided; LaunchCategorical takes it
 // as is. Plain data.
 struct CategoricalPlan {
   CategoricalKernel kernel = CategoricalKernel::kButterfly;
@@ -144,16 +144,16 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
 // nothing is copied. InvalidArgument for a null pointer with work to do or a
 // short workspace; a CUDA error as its absl::Status (cuda/status.h). A plan
 // of no tasks queues nothing.
-absl::Status LaunchSampleCategorical(const CategoricalPlan& plan,
-                                     const CategoricalSegment* device_segments,
-                                     const float* values, int32_t* out,
-                                     void* workspace, size_t workspace_bytes,
-                                     cudaStream_t stream);
-absl::Status LaunchSampleCategorical(const CategoricalPlan& plan,
-                                     const CategoricalSegment* device_segments,
-                                     const double* values, int32_t* out,
-                                     void* workspace, size_t workspace_bytes,
-                                     cudaStream_t stream);
+absl::Status LaunchCategorical(const CategoricalPlan& plan,
+                               const CategoricalSegment* device_segments,
+                               const float* values, int32_t* out,
+                               void* workspace, size_t workspace_bytes,
+                               cudaStream_t stream);
+absl::Status LaunchCategorical(const CategoricalPlan& plan,
+                               const CategoricalSegment* device_segments,
+                               const double* values, int32_t* out,
+                               void* workspace, size_t workspace_bytes,
+                               cudaStream_t stream);
 
 }  // namespace sampler::kernels::cuda
 
