@@ -489,7 +489,7 @@ def markdown(d, prefix):
       f"{gpu.get('memory.total [MiB]', '?')}; at the start: SM clock "
       f"{gpu.get('clocks.current.sm [MHz]', '?')} (max {gpu.get('clocks.max.sm [MHz]', '?')}), "
       f"memory clock {gpu.get('clocks.current.memory [MHz]', '?')}, "
-      f"{gpu.get('temperature.gpu', '?')} C; clocks untouched. Lent `nvidia-h200` machine, "
+      f"{gpu.get('temperature.gpu', '?')} C; clocks untouched. Lent machine "
       f"started {d['date']}.")
     A("- One command: `bash bundle-bench/kernels_session.sh` from a bundle made by "
       "`tools/bundle-bench.sh` (the benchmarks as built by `cmake --build build` here: "

@@ -726,6 +726,73 @@ TEST_F(ServiceTest, SampleCategoricalEqualsTheCpuKernel) {
   }
 }
 
+// Wide rows (K >= 64) take the one-warp-per-row kernel on the CUDA backend,
+// narrow ones the butterfly kernel: both must give the CPU's bits, in both
+// precisions and input kinds, K = 64 at the boundary and far past it.
+TEST_F(ServiceTest, SampleCategoricalWideRowsEqualTheCpuKernel) {
+  struct Case {
+    int64_t categories;
+    int64_t rows;
+    int32_t draws;
+    bool float32;
+    bool logits;
+  };
+  const Case cases[] = {{63, 40, 2, true, false},
+                        {64, 33, 3, true, false},
+                        {100, 70, 1, false, true},
+                        {1000, 9, 4, true, true},
+                        {5000, 3, 32, false, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat("K ", c.categories, c.float32 ? " f32" : " f64",
+                              c.logits ? " logits" : " weights"));
+    std::vector<double> w(static_cast<size_t>(c.rows * c.categories));
+    for (size_t i = 0; i < w.size(); ++i) {
+      const double weight =
+          (i * 13 + c.categories) % 7 == 0 ? 0.0 : 0.5 + (i * 29) % 23;
+      w[i] = c.logits ? std::log(weight) : weight;
+    }
+    v1::SampleCategoricalRequest request;
+    request.set_categories(c.categories);
+    if (c.float32) {
+      SetReals(std::vector<float>(w.begin(), w.end()),
+               request.mutable_values());
+    } else {
+      SetReals(w, request.mutable_values());
+    }
+    request.set_draws(c.draws);
+    request.set_precision(c.float32 ? v1::PRECISION_FLOAT32
+                                    : v1::PRECISION_FLOAT64);
+    request.set_input(c.logits ? v1::CATEGORICAL_INPUT_LOGITS
+                               : v1::CATEGORICAL_INPUT_WEIGHTS);
+    request.set_seed(1000 + c.categories);
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleCategoricalResponse response;
+    const grpc::Status status =
+        stub_->SampleCategorical(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << Describe(status);
+
+    kernels::CategoricalShape shape;
+    shape.rows = c.rows;
+    shape.categories = c.categories;
+    shape.draws = c.draws;
+    std::vector<int32_t> expected(static_cast<size_t>(c.rows * c.draws));
+    const kernels::WeightKind kind =
+        c.logits ? kernels::WeightKind::kLogits : kernels::WeightKind::kWeights;
+    const absl::Status s =
+        c.float32
+            ? kernels::SampleCategoricalCpu<float>(
+                  std::vector<float>(w.begin(), w.end()), shape, kind,
+                  request.seed(), 0, absl::MakeSpan(expected))
+            : kernels::SampleCategoricalCpu<double>(
+                  w, shape, kind, request.seed(), 0, absl::MakeSpan(expected));
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(SameBits(std::vector<int32_t>(response.indices().begin(),
+                                              response.indices().end()),
+                         expected));
+  }
+}
+
 TEST_F(ServiceTest, SampleCategoricalStreamChunksInOrderEqualTheCpuKernel) {
   const std::vector<double> w = CategoricalWeights(100, 2);
   v1::SampleCategoricalStreamRequest request;
