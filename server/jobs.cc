@@ -1,19 +1,21 @@
 #include "server/jobs.h"
 
+#include "server/rpc_names.h"
+
 namespace sampler::server {
 
 const char* MethodName(Kind kind) {
   switch (kind) {
     case Kind::kEnumerate:
-      return "Enumerate";
+      return rpc::kEnumerate;
     case Kind::kCategorical:
-      return "SampleCategorical";
+      return rpc::kSampleCategorical;
     case Kind::kGamma:
-      return "SampleGamma";
+      return rpc::kSampleGamma;
     case Kind::kDirichlet:
-      return "SampleDirichlet";
+      return rpc::kSampleDirichlet;
     case Kind::kBoards:
-      return "SampleBoards";
+      return rpc::kSampleBoards;
   }
   return "Unknown";
 }

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/jobs.h"
+#include "server/rpc_names.h"
 
 namespace prometheus {
 class Counter;
@@ -34,11 +35,9 @@ namespace sampler::server {
 // The RPC names of the `method` label of the request-level metrics
 // (sampler_requests_total, sampler_request_duration_seconds). The batch-level
 // metrics use MethodName(Kind), which is the unary RPC's name.
-inline constexpr std::string_view kRpcNames[] = {
-    "Enumerate",    "SampleCategorical",  "SampleCategoricalStream",
-    "SampleGamma",  "SampleGammaStream",  "SampleDirichlet",
-    "SampleBoards", "SampleBoardsStream", "GetServerInfo"};
-inline constexpr int kNumRpcs = sizeof(kRpcNames) / sizeof(kRpcNames[0]);
+// rpc_names.h holds the table.
+inline constexpr const std::string_view* kRpcNames = rpc::kAll;
+inline constexpr int kNumRpcs = sizeof(rpc::kAll) / sizeof(rpc::kAll[0]);
 
 // gRPC status code names, indexed by the code's number.
 inline constexpr std::string_view kStatusCodeNames[] = {"OK",

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "sampler/kernels/contract.h"
 #include "server/grpc_status.h"
+#include "server/rpc_names.h"
 
 namespace sampler::server {
 namespace {
@@ -56,7 +57,8 @@ void AddContractVersion(grpc::CallbackServerContext* context) {
 // log it, and who the client was.
 struct CallEnv {
   Metrics* metrics = nullptr;
-  AccessLog* access_log = nullptr;  // null: no access log
+  AccessLog* access_log = nullptr;           // null: no access log
+  const TokenAuthenticator* auth = nullptr;  // null: no token needed
 };
 
 // The client a call is admitted as (QueueBudget): its bearer token when
@@ -125,15 +127,49 @@ void EndCall(const CallEnv& env, const char* rpc, absl::string_view peer,
   }
 }
 
-// Unary calls: validate, bind the output into the response, queue, and
-// finish from whichever thread completes the job.
-template <typename JobT, typename Response, typename BindFn>
+// Calls refused by Authenticate (server/auth.h), before their request is
+// parsed; counted in the metrics under their code.
+grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
+                                      grpc::CallbackServerContext* context,
+                                      const absl::Status& status,
+                                      const CallEnv& env) {
+  AddContractVersion(context);
+  EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
+          0, /*refused=*/true);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+template <typename ChunkResponse>
+grpc::ServerWriteReactor<ChunkResponse>* RefuseStream(
+    const char* rpc, grpc::CallbackServerContext* context,
+    const absl::Status& status, const CallEnv& env) {
+  AddContractVersion(context);
+  class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
+   public:
+    void OnDone() override { delete this; }
+  };
+  auto* refusal = new Refusal;
+  EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
+          0, /*refused=*/true);
+  refusal->Finish(ToGrpcStatus(status));
+  return refusal;
+}
+
+// Unary calls: authenticate, validate (`parse`: the request into a job;
+// only for an authenticated caller), bind the output into the response,
+// queue, and finish from whichever thread completes the job.
+template <typename JobT, typename Response, typename ParseFn, typename BindFn>
 grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
                                      grpc::CallbackServerContext* context,
-                                     absl::StatusOr<std::shared_ptr<JobT>> job,
-                                     Response* response, BindFn bind,
-                                     Batcher<JobT>& batcher, const CallEnv& env,
-                                     const TokenAuthenticator* auth) {
+                                     ParseFn parse, Response* response,
+                                     BindFn bind, Batcher<JobT>& batcher,
+                                     const CallEnv& env) {
+  if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
+    return RefuseUnary(rpc, context, denied, env);
+  }
+  absl::StatusOr<std::shared_ptr<JobT>> job = parse();
   AddContractVersion(context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const Clock::time_point start = Clock::now();
@@ -159,7 +195,7 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
     return reactor;
   }
   bind(*j, response);
-  j->client = ClientKey(*context, auth);
+  j->client = ClientKey(*context, env.auth);
   // Only called while the job is queued, i.e. before Finish: the context is
   // alive then.
   j->cancelled = [context] { return context->IsCancelled(); };
@@ -458,15 +494,20 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
   absl::Status failure_;
 };
 
-// Starts a stream, or refuses it at once when its request is invalid.
-template <typename JobT, typename ChunkResponse, typename SliceFn>
+// Starts a stream, or refuses it at once when its caller is not
+// authenticated or its request is invalid (`parse`, as for ServeUnary).
+template <typename JobT, typename ChunkResponse, typename ParseFn,
+          typename SliceFn>
 grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     const char* rpc, Kind kind, grpc::CallbackServerContext* context,
-    absl::StatusOr<std::shared_ptr<JobT>> job, const char* chunk_field,
-    int64_t client_max_per_chunk, const ServiceOptions& options, SliceFn slice,
+    ParseFn parse, const char* chunk_field, int64_t client_max_per_chunk,
+    const ServiceOptions& options, SliceFn slice,
     typename StreamReactor<JobT, ChunkResponse>::CutFn cut,
-    Batcher<JobT>& batcher, const CallEnv& env, const TokenAuthenticator* auth,
-    StallWatch* watch) {
+    Batcher<JobT>& batcher, const CallEnv& env, StallWatch* watch) {
+  if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
+    return RefuseStream<ChunkResponse>(rpc, context, denied, env);
+  }
+  absl::StatusOr<std::shared_ptr<JobT>> job = parse();
   AddContractVersion(context);
   Metrics* const metrics = env.metrics;
   if (job.ok()) {
@@ -490,7 +531,7 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     refusal->Finish(ToGrpcStatus(job.status()));
     return refusal;
   }
-  (*job)->client = ClientKey(*context, auth);
+  (*job)->client = ClientKey(*context, env.auth);
   const int64_t units = StreamUnits(kind, **job);
   // A piece holds at most the queue budget's share of one stream's window:
   // a stream then fits an idle server's queue, whatever its size.
@@ -514,39 +555,14 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
       &batcher, metrics, watch, std::move(on_finish));
 }
 
-// Calls refused by Authenticate (server/auth.h), before their request is
-// parsed; counted in the metrics under their code.
-grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
-                                      grpc::CallbackServerContext* context,
-                                      const absl::Status& status,
-                                      const CallEnv& env) {
-  AddContractVersion(context);
-  EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
-          0, /*refused=*/true);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-template <typename ChunkResponse>
-grpc::ServerWriteReactor<ChunkResponse>* RefuseStream(
-    const char* rpc, grpc::CallbackServerContext* context,
-    const absl::Status& status, const CallEnv& env) {
-  AddContractVersion(context);
-  class Refusal : public grpc::ServerWriteReactor<ChunkResponse> {
-   public:
-    void OnDone() override { delete this; }
-  };
-  auto* refusal = new Refusal;
-  EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
-          0, /*refused=*/true);
-  refusal->Finish(ToGrpcStatus(status));
-  return refusal;
-}
-
 }  // namespace
 
 namespace {
+// Where a call is authenticated, counted and logged.
+CallEnv EnvOf(const ServiceOptions& options, Metrics* metrics) {
+  return CallEnv{metrics, options.access_log.get(), options.auth.get()};
+}
+
 // Chunks of streams are sized to fit the queues (validate.h).
 ServiceOptions WithQueueLimit(ServiceOptions options) {
   options.limits.max_queued_items = options.max_queued_items;
@@ -587,86 +603,64 @@ void SamplerServiceImpl::Drain() {
 grpc::ServerUnaryReactor* SamplerServiceImpl::Enumerate(
     grpc::CallbackServerContext* context, const v1::EnumerateRequest* request,
     v1::EnumerateResponse* response) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseUnary("Enumerate", context, denied,
-                       CallEnv{metrics_, options_.access_log.get()});
-  }
   return ServeUnary(
-      "Enumerate", context, ParseEnumerate(*request, options_.limits), response,
-      BindEnumerate, enumerate_, CallEnv{metrics_, options_.access_log.get()},
-      options_.auth.get());
+      rpc::kEnumerate, context,
+      [&] { return ParseEnumerate(*request, options_.limits); }, response,
+      BindEnumerate, enumerate_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
     grpc::CallbackServerContext* context,
     const v1::SampleCategoricalRequest* request,
     v1::SampleCategoricalResponse* response) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseUnary("SampleCategorical", context, denied,
-                       CallEnv{metrics_, options_.access_log.get()});
-  }
   return ServeUnary(
-      "SampleCategorical", context,
-      ParseCategorical(*request, options_.limits, seeds_, /*streamed=*/false),
-      response, BindCategorical, categorical_,
-      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get());
+      rpc::kSampleCategorical, context,
+      [&] {
+        return ParseCategorical(*request, options_.limits, seeds_,
+                                /*streamed=*/false);
+      },
+      response, BindCategorical, categorical_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
 SamplerServiceImpl::SampleCategoricalStream(
     grpc::CallbackServerContext* context,
     const v1::SampleCategoricalStreamRequest* request) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseStream<v1::SampleCategoricalStreamResponse>(
-        "SampleCategoricalStream", context, denied,
-        CallEnv{metrics_, options_.access_log.get()});
-  }
   return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
-      "SampleCategoricalStream", Kind::kCategorical, context,
-      ParseCategorical(request->request(), options_.limits, seeds_,
-                       /*streamed=*/true),
+      rpc::kSampleCategoricalStream, Kind::kCategorical, context,
+      [&] {
+        return ParseCategorical(request->request(), options_.limits, seeds_,
+                                /*streamed=*/true);
+      },
       "max_rows_per_chunk", request->max_rows_per_chunk(), options_,
       SliceCategorical, CutCategoricalMessage, categorical_,
-      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get(),
-      &stall_watch_);
+      EnvOf(options_, metrics_), &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
     grpc::CallbackServerContext* context, const v1::SampleGammaRequest* request,
     v1::SampleGammaResponse* response) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseUnary("SampleGamma", context, denied,
-                       CallEnv{metrics_, options_.access_log.get()});
-  }
-  return ServeUnary("SampleGamma", context,
-                    ParseGamma(*request, options_.limits, seeds_,
-                               /*streamed=*/false),
-                    response, BindGamma, gamma_,
-                    CallEnv{metrics_, options_.access_log.get()},
-                    options_.auth.get());
+  return ServeUnary(
+      rpc::kSampleGamma, context,
+      [&] {
+        return ParseGamma(*request, options_.limits, seeds_,
+                          /*streamed=*/false);
+      },
+      response, BindGamma, gamma_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>*
 SamplerServiceImpl::SampleGammaStream(
     grpc::CallbackServerContext* context,
     const v1::SampleGammaStreamRequest* request) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseStream<v1::SampleGammaStreamResponse>(
-        "SampleGammaStream", context, denied,
-        CallEnv{metrics_, options_.access_log.get()});
-  }
   return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
-      "SampleGammaStream", Kind::kGamma, context,
-      ParseGamma(request->request(), options_.limits, seeds_,
-                 /*streamed=*/true),
+      rpc::kSampleGammaStream, Kind::kGamma, context,
+      [&] {
+        return ParseGamma(request->request(), options_.limits, seeds_,
+                          /*streamed=*/true);
+      },
       "max_samples_per_chunk", request->max_samples_per_chunk(), options_,
-      SliceGamma, CutGammaMessage, gamma_,
-      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get(),
+      SliceGamma, CutGammaMessage, gamma_, EnvOf(options_, metrics_),
       &stall_watch_);
 }
 
@@ -674,52 +668,37 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
     grpc::CallbackServerContext* context,
     const v1::SampleDirichletRequest* request,
     v1::SampleDirichletResponse* response) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseUnary("SampleDirichlet", context, denied,
-                       CallEnv{metrics_, options_.access_log.get()});
-  }
-  return ServeUnary("SampleDirichlet", context,
-                    ParseDirichlet(*request, options_.limits, seeds_), response,
-                    BindDirichlet, dirichlet_,
-                    CallEnv{metrics_, options_.access_log.get()},
-                    options_.auth.get());
+  return ServeUnary(
+      rpc::kSampleDirichlet, context,
+      [&] { return ParseDirichlet(*request, options_.limits, seeds_); },
+      response, BindDirichlet, dirichlet_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
     grpc::CallbackServerContext* context,
     const v1::SampleBoardsRequest* request,
     v1::SampleBoardsResponse* response) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseUnary("SampleBoards", context, denied,
-                       CallEnv{metrics_, options_.access_log.get()});
-  }
-  return ServeUnary("SampleBoards", context,
-                    ParseBoards(*request, options_.limits, seeds_,
-                                /*streamed=*/false),
-                    response, BindBoards, boards_,
-                    CallEnv{metrics_, options_.access_log.get()},
-                    options_.auth.get());
+  return ServeUnary(
+      rpc::kSampleBoards, context,
+      [&] {
+        return ParseBoards(*request, options_.limits, seeds_,
+                           /*streamed=*/false);
+      },
+      response, BindBoards, boards_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>*
 SamplerServiceImpl::SampleBoardsStream(
     grpc::CallbackServerContext* context,
     const v1::SampleBoardsStreamRequest* request) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseStream<v1::SampleBoardsStreamResponse>(
-        "SampleBoardsStream", context, denied,
-        CallEnv{metrics_, options_.access_log.get()});
-  }
   return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
-      "SampleBoardsStream", Kind::kBoards, context,
-      ParseBoards(request->request(), options_.limits, seeds_,
-                  /*streamed=*/true),
+      rpc::kSampleBoardsStream, Kind::kBoards, context,
+      [&] {
+        return ParseBoards(request->request(), options_.limits, seeds_,
+                           /*streamed=*/true);
+      },
       "max_positions_per_chunk", request->max_positions_per_chunk(), options_,
-      SliceBoards, CutBoardsMessage, boards_,
-      CallEnv{metrics_, options_.access_log.get()}, options_.auth.get(),
+      SliceBoards, CutBoardsMessage, boards_, EnvOf(options_, metrics_),
       &stall_watch_);
 }
 
@@ -727,10 +706,9 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
     grpc::CallbackServerContext* context,
     const v1::GetServerInfoRequest* /*request*/,
     v1::GetServerInfoResponse* response) {
-  if (absl::Status denied = Authenticate(options_.auth.get(), *context);
-      !denied.ok()) {
-    return RefuseUnary("GetServerInfo", context, denied,
-                       CallEnv{metrics_, options_.access_log.get()});
+  const CallEnv env = EnvOf(options_, metrics_);
+  if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
+    return RefuseUnary(rpc::kGetServerInfo, context, denied, env);
   }
   AddContractVersion(context);
   const Clock::time_point start = Clock::now();
@@ -778,7 +756,7 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
   limits->set_max_board_words(derived.max_board_words);
   limits->set_max_stream_chunk_items(derived.max_stream_chunk_items);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  EndCall(CallEnv{metrics_, options_.access_log.get()}, "GetServerInfo",
+  EndCall(env, rpc::kGetServerInfo,
           options_.access_log != nullptr ? context->peer() : "",
           absl::OkStatus(), 0, SecondsSince(start), /*refused=*/false);
   reactor->Finish(grpc::Status::OK);

@@ -27,6 +27,7 @@
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/enumerate.h"
 #include "sampler/kernels/gamma.h"
+#include "server/rpc_names.h"
 
 namespace sampler::server {
 namespace {
@@ -259,11 +260,11 @@ struct Size {
 const char* StreamMethod(Kind kind) {
   switch (kind) {
     case Kind::kCategorical:
-      return "SampleCategoricalStream";
+      return rpc::kSampleCategoricalStream;
     case Kind::kGamma:
-      return "SampleGammaStream";
+      return rpc::kSampleGammaStream;
     case Kind::kBoards:
-      return "SampleBoardsStream";
+      return rpc::kSampleBoardsStream;
     case Kind::kEnumerate:
     case Kind::kDirichlet:
       break;
