@@ -137,6 +137,16 @@ class Client:
         pieces = list(call)
         return pieces, _contract_version(call)
 
+    def _assembled(self, method: Any, request: Any, first: str, values_of: Any,
+                   dtype: Any, seed: int) -> Tuple[np.ndarray, int, Optional[int]]:
+        """A streamed answer's chunks, in order, as one array; its seed and
+        contract version. `first` names the chunk's index field."""
+        pieces, version = self._stream(method, request)
+        pieces.sort(key=lambda p: getattr(p, first))
+        parts = [values_of(p) for p in pieces]
+        values = np.concatenate(parts) if parts else np.empty(0, dtype)
+        return values, (pieces[0].seed if pieces else seed), version
+
     # ---------------------------------------------------------------- info --
 
     def info(self) -> dict:
@@ -185,13 +195,10 @@ class Client:
                 scale_a = np.broadcast_to(np.asarray(scale), shape_a.shape)
                 _wire.fill_reals(request.elements.scale, scale_a.ravel(), float32)
         if stream:
-            pieces, version = self._stream(
+            values, seed_used, version = self._assembled(
                 self._stub.SampleGammaStream,
-                pb.SampleGammaStreamRequest(request=request, max_samples_per_chunk=max_per_chunk))
-            pieces.sort(key=lambda p: p.first_sample)
-            parts = [_wire.read_reals(p.samples) for p in pieces]
-            values = np.concatenate(parts) if parts else np.empty(0)
-            seed_used = pieces[0].seed if pieces else request.seed
+                pb.SampleGammaStreamRequest(request=request, max_samples_per_chunk=max_per_chunk),
+                "first_sample", lambda p: _wire.read_reals(p.samples), np.float64, request.seed)
         else:
             response, version = self._unary(self._stub.SampleGamma, request)
             values, seed_used = _wire.read_reals(response.samples), response.seed
@@ -265,14 +272,12 @@ class Client:
             request.seed = seed
         _wire.fill_reals(request.values, matrix.ravel(), float32)
         if stream:
-            pieces, version = self._stream(
+            indices, seed_used, version = self._assembled(
                 self._stub.SampleCategoricalStream,
                 pb.SampleCategoricalStreamRequest(request=request,
-                                                  max_rows_per_chunk=max_per_chunk))
-            pieces.sort(key=lambda p: p.first_row)
-            indices = np.concatenate([np.array(p.indices, dtype=np.int32) for p in pieces]) \
-                if pieces else np.empty(0, np.int32)
-            seed_used = pieces[0].seed if pieces else request.seed
+                                                  max_rows_per_chunk=max_per_chunk),
+                "first_row", lambda p: np.array(p.indices, dtype=np.int32), np.int32,
+                request.seed)
         else:
             response, version = self._unary(self._stub.SampleCategorical, request)
             indices, seed_used = np.array(response.indices, dtype=np.int32), response.seed
@@ -295,14 +300,12 @@ class Client:
         if seed is not None:
             request.seed = seed
         if stream:
-            pieces, version = self._stream(
+            words, seed_used, version = self._assembled(
                 self._stub.SampleBoardsStream,
                 pb.SampleBoardsStreamRequest(request=request,
-                                             max_positions_per_chunk=max_per_chunk))
-            pieces.sort(key=lambda p: p.first_position)
-            words = np.concatenate([np.array(p.bitboards, dtype=np.uint64) for p in pieces]) \
-                if pieces else np.empty(0, np.uint64)
-            seed_used = pieces[0].seed if pieces else request.seed
+                                             max_positions_per_chunk=max_per_chunk),
+                "first_position", lambda p: np.array(p.bitboards, dtype=np.uint64), np.uint64,
+                request.seed)
         else:
             response, version = self._unary(self._stub.SampleBoards, request)
             words, seed_used = np.array(response.bitboards, dtype=np.uint64), response.seed
