@@ -11,21 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/dirichlet.h"
+#include "sampler/kernels/format_value.h"
 #include "sampler/kernels/gamma_core.h"
 #include "sampler/kernels/philox.h"
 
 namespace sampler::kernels {
-namespace {
-
-// Shortest text that reads back as the same value (see gamma_cpu.cc).
-template <typename T>
-std::string FormatValue(T x) {
-  char buf[64];
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
-
-}  // namespace
 
 template <typename T>
 absl::Status ValidateDirichletParams(absl::Span<const T> alpha,

@@ -10,22 +10,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/detmath.h"
+#include "sampler/kernels/format_value.h"
 #include "sampler/kernels/gamma.h"
 #include "sampler/kernels/gamma_core.h"
 #include "sampler/kernels/philox.h"
 
 namespace sampler::kernels {
 namespace {
-
-// Shortest text that reads back as the same value, so that an error message
-// shows exactly what was refused (a subnormal printed to six digits would
-// look like a normal number).
-template <typename T>
-std::string FormatValue(T x) {
-  char buf[64];
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
 
 // Finite, > 0 and normal: zero, negatives, NaN, infinities and subnormals
 // all fail.

@@ -19,6 +19,7 @@
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/enumerate.h"
 #include "sampler/kernels/gamma.h"
+#include "server/saturating.h"
 
 namespace sampler::server {
 namespace {
@@ -49,11 +50,9 @@ constexpr int64_t kBoardColourWordCost = 120;
 constexpr int64_t kEnumeratePairCost = 2;     // linear space
 constexpr int64_t kEnumerateLogPairCost = 8;  // log space: an exp per pair
 
-int64_t SatAdd(int64_t a, int64_t b) { return std::min(kMaxCost, a + b); }
-int64_t SatMul(int64_t a, int64_t b) {
-  if (a <= 0 || b <= 0) return 0;
-  return a > kMaxCost / b ? kMaxCost : a * b;
-}
+// Costs saturate at kMaxCost (saturating.h).
+int64_t CostAdd(int64_t a, int64_t b) { return server::SatAdd(a, b, kMaxCost); }
+int64_t CostMul(int64_t a, int64_t b) { return server::SatMul(a, b, kMaxCost); }
 
 // A range [begin, end) of one job's units (samples, rows, positions or
 // problems). `whole` pieces cover their job entirely and call the kernel
@@ -143,7 +142,7 @@ bool Consistent(const GammaWork<T>& w) {
 int64_t Cost(const GammaJob& job) {
   return std::visit(
       [](const auto& w) {
-        return SatMul(static_cast<int64_t>(w.out.size()), kGammaSampleCost);
+        return CostMul(static_cast<int64_t>(w.out.size()), kGammaSampleCost);
       },
       job.work);
 }
@@ -250,8 +249,8 @@ bool Consistent(const DirichletWork<T>& w) {
 int64_t Cost(const DirichletJob& job) {
   return std::visit(
       [](const auto& w) {
-        return SatMul(static_cast<int64_t>(w.alpha.size()),
-                      kDirichletComponentCost);
+        return CostMul(static_cast<int64_t>(w.alpha.size()),
+                       kDirichletComponentCost);
       },
       job.work);
 }
@@ -273,7 +272,7 @@ void Cut(const DirichletJob& job, size_t index, int64_t target,
                   std::max<int64_t>(1, target / kDirichletComponentCost),
                   pieces);
         for (size_t p = first; p < pieces.size(); ++p) {
-          pieces[p].cost = SatMul(pieces[p].cost, kDirichletComponentCost);
+          pieces[p].cost = CostMul(pieces[p].cost, kDirichletComponentCost);
         }
       },
       job.work);
@@ -327,12 +326,12 @@ int64_t RowCost(const CategoricalJob& job) {
     ++levels;
   }
   const int64_t draw = kCategoricalDrawCost + kCategoricalStepCost * levels;
-  return SatAdd(SatMul(job.shape.categories, kCategoricalValueCost),
-                SatMul(job.shape.draws, draw));
+  return CostAdd(CostMul(job.shape.categories, kCategoricalValueCost),
+                 CostMul(job.shape.draws, draw));
 }
 
 int64_t Cost(const CategoricalJob& job) {
-  return SatMul(std::max<int64_t>(job.shape.rows, 1), RowCost(job));
+  return CostMul(std::max<int64_t>(job.shape.rows, 1), RowCost(job));
 }
 
 void Cut(const CategoricalJob& job, size_t index, int64_t target,
@@ -381,12 +380,12 @@ int64_t WordsPerPosition(const BoardsJob& job) {
 }
 
 int64_t PositionCost(const BoardsJob& job) {
-  return std::max<int64_t>(1,
-                           SatMul(WordsPerPosition(job), kBoardColourWordCost));
+  return std::max<int64_t>(
+      1, CostMul(WordsPerPosition(job), kBoardColourWordCost));
 }
 
 int64_t Cost(const BoardsJob& job) {
-  return SatMul(std::max<int64_t>(job.count, 1), PositionCost(job));
+  return CostMul(std::max<int64_t>(job.count, 1), PositionCost(job));
 }
 
 void Cut(const BoardsJob& job, size_t index, int64_t target,
@@ -441,10 +440,10 @@ std::vector<int64_t> ProblemCosts(const EnumerateWork<T>& w) {
     const std::vector<kernels::PmfTerm<T>> terms = Terms(p);
     const int64_t pairs =
         kernels::EnumeratePairCount<T>(absl::MakeConstSpan(terms));
-    int64_t cost = SatMul(std::max<int64_t>(pairs, 1),
-                          linear ? kEnumeratePairCost : kEnumerateLogPairCost);
-    cost = SatAdd(cost, static_cast<int64_t>(p.out.size()));
-    cum[i + 1] = SatAdd(cum[i], cost);
+    int64_t cost = CostMul(std::max<int64_t>(pairs, 1),
+                           linear ? kEnumeratePairCost : kEnumerateLogPairCost);
+    cost = CostAdd(cost, static_cast<int64_t>(p.out.size()));
+    cum[i + 1] = CostAdd(cum[i], cost);
   }
   return cum;
 }
@@ -541,7 +540,7 @@ struct BatchState {
     jobs.erase(std::remove(jobs.begin(), jobs.end(), nullptr), jobs.end());
     int64_t total = 0;
     for (const std::shared_ptr<JobT>& job : jobs) {
-      total = SatAdd(total, Cost(*job));
+      total = CostAdd(total, Cost(*job));
     }
     const int64_t target = std::max(
         kMinPieceCost, total / (int64_t{threads} * kPiecesPerThread) + 1);
@@ -553,7 +552,7 @@ struct BatchState {
       size_t last = first;
       int64_t cost = 0;
       do {
-        cost = SatAdd(cost, pieces[last].cost);
+        cost = CostAdd(cost, pieces[last].cost);
         ++last;
       } while (last < pieces.size() && cost + pieces[last].cost <= target);
       ranges.emplace_back(first, last);

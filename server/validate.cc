@@ -26,8 +26,10 @@
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/enumerate.h"
+#include "sampler/kernels/format_value.h"
 #include "sampler/kernels/gamma.h"
 #include "server/rpc_names.h"
+#include "server/saturating.h"
 
 namespace sampler::server {
 namespace {
@@ -44,17 +46,6 @@ constexpr int64_t kPmfOverhead = 64;
 
 // ------------------------------------------------------------ arithmetic --
 
-// Counts are non-negative; sums and products saturate at INT64_MAX so that
-// absurd requests (a group count of 2^62, ...) compare as "too large"
-// instead of wrapping around.
-int64_t SatAdd(int64_t a, int64_t b) {
-  return a > kInt64Max - b ? kInt64Max : a + b;
-}
-int64_t SatMul(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  return a > kInt64Max / b ? kInt64Max : a * b;
-}
-
 // Bytes of a varint holding v.
 int64_t VarintBytes(uint64_t v) {
   int64_t n = 1;
@@ -67,15 +58,7 @@ int64_t VarintBytes(uint64_t v) {
 
 // ------------------------------------------------------------- messages --
 
-// Shortest text that reads back as the same value, so that a message shows
-// exactly what was refused (six significant digits can make a value that
-// is out of range for float32 look like one that is not).
-template <typename T>
-std::string FormatValue(T x) {
-  char buf[64];
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
+using kernels::FormatValue;
 
 template <typename... Args>
 absl::Status Invalid(const Args&... args) {
