@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -173,8 +174,15 @@ void CudaBackend::Submit(int64_t items, Task task, BatchDone done) {
 }
 
 void CudaBackend::WorkerLoop(Device* device, CudaSlot* slot) {
-  // Runtime calls from this thread go to this slot's GPU.
-  cudaSetDevice(slot->device);
+  // Runtime calls from this thread go to this slot's GPU. Should selecting
+  // it fail, every batch this worker takes fails with that error: running
+  // them on whatever device is current would mix GPUs and pools.
+  const absl::Status selected = kernels::cuda::ToStatus(
+      cudaSetDevice(slot->device), "cudaSetDevice", __FILE__, __LINE__);
+  if (!selected.ok()) {
+    std::fprintf(stderr, "sampler-server: GPU %d worker: %s\n", slot->device,
+                 std::string(selected.message()).c_str());
+  }
   const std::string name = std::to_string(slot->device);
   for (;;) {
     Device::Pending pending;
@@ -187,7 +195,8 @@ void CudaBackend::WorkerLoop(Device* device, CudaSlot* slot) {
       pending = std::move(device->queue.front());
       device->queue.pop_front();
     }
-    absl::StatusOr<double> seconds = pending.task(*slot);
+    absl::StatusOr<double> seconds =
+        selected.ok() ? pending.task(*slot) : absl::StatusOr<double>(selected);
     if (!seconds.ok()) {
       // Leave the stream clean for the next batch: whatever was queued for
       // the failed one must finish (or fail) before the slot is reused.
