@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cassert>
 #include <cstddef>
 #include <utility>
 
@@ -100,13 +101,18 @@ class PinnedBuffer {
 
 // Device memory from a stream-ordered pool: allocated and freed in stream
 // order (cudaMallocAsync / cudaFreeAsync), so the free waits for the work
-// queued before it on that stream.
+// queued before it on that stream. It records the device that was current
+// when it was allocated (in the style of rmm's device_buffer); debug builds
+// assert that it is freed with that device current, since freeing on a
+// stream of the wrong device is an error the destructor cannot report.
 class DeviceBuffer {
  public:
   static absl::StatusOr<DeviceBuffer> Create(size_t bytes, cudaStream_t stream,
                                              cudaMemPool_t pool = nullptr) {
     void* p = nullptr;
+    int device = -1;
     if (bytes > 0) {
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
       if (pool != nullptr) {
         SAMPLER_CUDA_RETURN_IF_ERROR(
             cudaMallocFromPoolAsync(&p, bytes, pool, stream));
@@ -114,23 +120,31 @@ class DeviceBuffer {
         SAMPLER_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&p, bytes, stream));
       }
     }
-    return DeviceBuffer(p, bytes, stream);
+    return DeviceBuffer(p, bytes, stream, device);
   }
   DeviceBuffer() = default;
   DeviceBuffer(DeviceBuffer&& o) noexcept
       : p_(std::exchange(o.p_, nullptr)),
         bytes_(std::exchange(o.bytes_, 0)),
-        stream_(o.stream_) {}
+        stream_(o.stream_),
+        device_(o.device_) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(bytes_, o.bytes_);
     std::swap(stream_, o.stream_);
+    std::swap(device_, o.device_);
     return *this;
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() {
-    if (p_ != nullptr) cudaFreeAsync(p_, stream_);
+    if (p_ == nullptr) return;
+#ifndef NDEBUG
+    int current = -1;
+    assert(cudaGetDevice(&current) == cudaSuccess && current == device_ &&
+           "DeviceBuffer freed with another device current");
+#endif
+    cudaFreeAsync(p_, stream_);
   }
   void* data() const { return p_; }
   template <typename T>
@@ -138,13 +152,16 @@ class DeviceBuffer {
     return static_cast<T*>(p_);
   }
   size_t size() const { return bytes_; }
+  // The device it lives on (-1 for an empty buffer).
+  int device() const { return device_; }
 
  private:
-  DeviceBuffer(void* p, size_t bytes, cudaStream_t stream)
-      : p_(p), bytes_(bytes), stream_(stream) {}
+  DeviceBuffer(void* p, size_t bytes, cudaStream_t stream, int device)
+      : p_(p), bytes_(bytes), stream_(stream), device_(device) {}
   void* p_ = nullptr;
   size_t bytes_ = 0;
   cudaStream_t stream_ = nullptr;
+  int device_ = -1;
 };
 
 }  // namespace sampler::kernels::cuda
