@@ -14,6 +14,12 @@ folders first on PATH, against a live sampler-server that this test starts
 on 127.0.0.1:50051, the address the READMEs use (CPU backend, as on a
 machine without a GPU).
 
+The READMEs' address is a fixed port, so where the machine allows it
+(`unshare -rn` and `ip`), the test runs in a network namespace of its own:
+another server on 127.0.0.1:50051 (a developer's, another test run's)
+then neither disturbs it nor is disturbed. Elsewhere it fails, naming the
+port, if 50051 is taken.
+
 Commands that cannot run here are listed in NOT_RUN with the reason. The
 test fails when a command fails, when an example's output differs, when a
 NOT_RUN entry no longer appears in the READMEs (the list must not go stale)
@@ -23,6 +29,7 @@ or when the READMEs hold no commands at all.
 import argparse
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -153,7 +160,27 @@ def wait_for_port(port, proc, log, timeout_s=30):
     sys.exit(f"FAIL: no server on port {port} after {timeout_s} s")
 
 
+def in_own_network():
+    """Re-runs this test in a private network namespace with loopback up;
+    its exit code, or None where namespaces are not available."""
+    if os.environ.get("SAMPLER_README_NETNS") or not (
+            shutil.which("unshare") and shutil.which("ip")):
+        return None
+    probe = subprocess.run(["unshare", "-rn", "ip", "link", "set", "lo", "up"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if probe.returncode != 0:
+        return None
+    print("readme_commands_test: in a network namespace of its own")
+    env = dict(os.environ, SAMPLER_README_NETNS="1")
+    return subprocess.call(
+        ["unshare", "-rn", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+         sys.executable, *sys.argv], env=env)
+
+
 def main():
+    rc = in_own_network()
+    if rc is not None:
+        return rc
     parser = argparse.ArgumentParser()
     parser.add_argument("--root", required=True)
     parser.add_argument("--build", required=True)

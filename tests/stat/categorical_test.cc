@@ -270,6 +270,36 @@ TYPED_TEST(CategoricalTest, ZeroWeightsNeverDrawn) {
   }
 }
 
+// -0.0 is a weight of zero (validation accepts it: -0.0 >= 0). Its sign bit
+// used to reach QuantizeWeight's exponent and make it a large weight, drawn
+// where it must never be (found by fuzz_categorical on 2026-11-23: float32,
+// "category 8 of weight -0 drawn"). Every scale, and rows whose other
+// weights are tiny, ordinary or huge, so that the scale spans its range.
+TYPED_TEST(CategoricalTest, NegativeZeroWeightsAreZero) {
+  using T = TypeParam;
+  for (int scale = -1100; scale <= 1200; ++scale) {
+    ASSERT_EQ(categorical::QuantizeWeight(T(-0.0), scale), 0u)
+        << "scale " << scale;
+  }
+  uint64_t seed = 2500;
+  for (double other : {1e-300, 1e-40, 1e-30, 1.0, 1e30, 1e300}) {
+    const T x = static_cast<T>(other);
+    if (!(x > 0) || !std::isfinite(x)) continue;  // outside float's range
+    const std::vector<T> row = {T(-0.0), x, T(-0.0), T(-0.0), x, T(-0.0)};
+    for (Method method : {Method::kButterfly, Method::kReference}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "other weights " << other << " " << Name(method));
+      const std::vector<int64_t> counts =
+          Counts(SampleRows<T>(method, Repeat(row, 32), 32, 256,
+                               WeightKind::kWeights, ++seed, 7),
+                 6);
+      for (int64_t j : {0, 2, 3, 5})
+        EXPECT_EQ(counts[j], 0) << "category " << j;
+      EXPECT_EQ(counts[1] + counts[4], 32 * 256);
+    }
+  }
+}
+
 // Rows whose total is subnormal (or whose weights all are) are rescaled
 // exactly: a lone subnormal weight among zeros is the only category drawn,
 // and two equal subnormal weights are drawn half and half. (Under CAT1,

@@ -255,9 +255,11 @@ SAMPLER_HD int RowScale(double sum) {
 
 // floor(w * 2^scale) for a finite w >= 0 (float or double, subnormals
 // included) with w * 2^scale < 2^63: the significand shifted by the
-// exponent, exact (no floating-point rounding anywhere).
+// exponent, exact (no floating-point rounding anywhere). The sign bit is
+// dropped first: -0.0 is a valid weight of zero (a test pins it: once the
+// sign reached the exponent and made -0.0 a large weight).
 SAMPLER_HD uint64_t QuantizeWeight(float w, int scale) {
-  const uint32_t bits = detmath::Bits(w);
+  const uint32_t bits = detmath::Bits(w) & 0x7fffffffu;
   const int biased = static_cast<int>(bits >> 23);
   const uint64_t fraction = bits & ((1u << 23) - 1u);
   const uint64_t significand =
@@ -268,7 +270,7 @@ SAMPLER_HD uint64_t QuantizeWeight(float w, int scale) {
   return -shift < 64 ? significand >> -shift : 0;
 }
 SAMPLER_HD uint64_t QuantizeWeight(double w, int scale) {
-  const uint64_t bits = detmath::Bits(w);
+  const uint64_t bits = detmath::Bits(w) & 0x7fffffffffffffffu;
   const int biased = static_cast<int>(bits >> 52);
   const uint64_t fraction = bits & ((uint64_t{1} << 52) - 1);
   const uint64_t significand =
