@@ -76,9 +76,11 @@ void FillRow(InputRng& rng, int64_t k, WeightKind kind, T* row) {
       case 2:  // mostly zeros
         w[j] = rng.Below(8) == 0 ? 1.0 - u : 0.0;
         break;
-      case 3:  // huge and tiny (subnormal) together
-        w[j] = rng.Below(3) == 0 ? big * (1.0 - u)
-                                 : (rng.Below(2) == 0 ? tiny : 0.0);
+      case 3:  // huge and tiny (subnormal) together, zeros of both signs
+        w[j] = rng.Below(3) == 0   ? big * (1.0 - u)
+               : rng.Below(2) == 0 ? tiny
+               : rng.Below(2) == 0 ? 0.0
+                                   : -0.0;
         break;
       case 4:  // one dominant category among tiny ones
         w[j] = 1e-20 * (1.0 - u);
