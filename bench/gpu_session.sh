@@ -4,9 +4,9 @@
 # integration suite against the CUDA backend, a pool-cap check, and the
 # service benchmark. Logs go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service.
+# service floor.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service}
+parts=${PARTS:-tests sanitizers integration pool service floor}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -73,6 +73,13 @@ if want service; then
   summary "service bench: rc=$?"
   ./run.sh . "$work/service_cpu" --backend cpu > "$work/service_cpu.log" 2>&1
   summary "service bench (cpu on this host): rc=$?"
+fi
+
+# The service against the floor of its RPC stack (issue 13): h2load and
+# sampler-loadgen against floor-server and both backends.
+if want floor; then
+  ./floor.sh . "$work/floor" > "$work/floor.log" 2>&1
+  summary "floor bench: rc=$? $(tail -1 "$work/floor.log")"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .
