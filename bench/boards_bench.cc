@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -29,7 +30,7 @@
 #include "sampler/kernels/boards.h"
 #include "sampler/kernels/boards_core.h"
 #include "sampler/kernels/cuda/boards.h"
-#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 
 namespace sampler::bench {
@@ -120,21 +121,19 @@ int Run(int reps, int only) {
               prop.name, prop.multiProcessorCount, clock_khz / 1e3,
               prop.l2CacheSize / 1e6);
 
-  absl::StatusOr<kernels::cuda::Stream> stream =
-      kernels::cuda::Stream::Create();
-  Check(stream.status(), "stream");
-  absl::StatusOr<kernels::cuda::Event> start =
-      kernels::cuda::Event::Create(true);
-  Check(start.status(), "event");
-  absl::StatusOr<kernels::cuda::Event> stop =
-      kernels::cuda::Event::Create(true);
-  Check(stop.status(), "event");
+  // The stream, events and pool allocations of the staging pipeline.
+  absl::StatusOr<std::unique_ptr<kernels::cuda::Stager>> stager =
+      kernels::cuda::Stager::Create();
+  Check(stager.status(), "stager");
+  const kernels::cuda::Stream& stream = (*stager)->stream;
+  const kernels::cuda::Event* start = &(*stager)->start;
+  const kernels::cuda::Event* stop = &(*stager)->stop;
   const auto time_ms = [&](const auto& launch) {
     std::vector<float> ms;
     for (int i = 0; i <= reps; ++i) {
-      BENCH_CUDA(cudaEventRecord(start->get(), stream->get()));
+      BENCH_CUDA(cudaEventRecord(start->get(), stream.get()));
       launch();
-      BENCH_CUDA(cudaEventRecord(stop->get(), stream->get()));
+      BENCH_CUDA(cudaEventRecord(stop->get(), stream.get()));
       BENCH_CUDA(cudaEventSynchronize(stop->get()));
       float t = 0;
       BENCH_CUDA(cudaEventElapsedTime(&t, start->get(), stop->get()));
@@ -149,25 +148,25 @@ int Run(int reps, int only) {
   double copy_tbps = 0;
   {
     absl::StatusOr<kernels::cuda::DeviceBuffer> a =
-        kernels::cuda::DeviceBuffer::Create(copy_bytes, stream->get());
+        (*stager)->Allocate(copy_bytes);
     Check(a.status(), "copy buffer");
     absl::StatusOr<kernels::cuda::DeviceBuffer> b =
-        kernels::cuda::DeviceBuffer::Create(copy_bytes, stream->get());
+        (*stager)->Allocate(copy_bytes);
     Check(b.status(), "copy buffer");
-    BENCH_CUDA(cudaMemsetAsync(a->data(), 0x5A, copy_bytes, stream->get()));
+    BENCH_CUDA(cudaMemsetAsync(a->data(), 0x5A, copy_bytes, stream.get()));
     const double ms = time_ms([&] {
       BENCH_CUDA(cudaMemcpyAsync(b->data(), a->data(), copy_bytes,
-                                 cudaMemcpyDeviceToDevice, stream->get()));
+                                 cudaMemcpyDeviceToDevice, stream.get()));
     });
     copy_tbps = 2.0 * copy_bytes / (ms * 1e-3) / 1e12;
   }
   // Ceiling 2: Philox blocks per second, in the board kernels' formulation
   // (the ceiling) and in Random123's (for comparison).
   absl::StatusOr<double> philox =
-      PhiloxBlocksPerSecond(stream->get(), reps, /*wide=*/true);
+      PhiloxBlocksPerSecond(stream.get(), reps, /*wide=*/true);
   Check(philox.status(), "philox");
   absl::StatusOr<double> philox_r123 =
-      PhiloxBlocksPerSecond(stream->get(), reps, /*wide=*/false);
+      PhiloxBlocksPerSecond(stream.get(), reps, /*wide=*/false);
   Check(philox_r123.status(), "philox");
   std::printf(
       "ceilings: d2d copy %.3f TB/s (read+write); Philox4x32-10 %.1f G "
@@ -226,21 +225,6 @@ int Run(int reps, int only) {
     cases.push_back({"variant sweep", b64, 1 << 20, Variant(lanes, per)});
   }
 
-  size_t max_words = 0;
-  for (const Case& c : cases) {
-    max_words = std::max<size_t>(max_words, static_cast<size_t>(c.count) *
-                                                c.spec.stones.size() *
-                                                kernels::BoardWords64(c.spec));
-  }
-  absl::StatusOr<kernels::cuda::DeviceBuffer> out =
-      kernels::cuda::DeviceBuffer::Create(max_words * sizeof(uint64_t),
-                                          stream->get());
-  Check(out.status(), "output buffer");
-  absl::StatusOr<kernels::cuda::DeviceBuffer> device_segments =
-      kernels::cuda::DeviceBuffer::Create(2048 * sizeof(BoardSegment),
-                                          stream->get());
-  Check(device_segments.status(), "segment buffer");
-
   std::printf("\n%-3s %-20s %-15s %-14s %8s %10s %9s %8s %9s %7s %7s %s\n", "#",
               "case", "board", "variant", "boards", "ms", "Gboards/s",
               "GB/s out", "Philox/bd", "%Philox", "%copy", "check");
@@ -250,64 +234,62 @@ int Run(int reps, int only) {
     const uint64_t words_per_position =
         c.spec.stones.size() * kernels::BoardWords64(c.spec);
     const size_t words = static_cast<size_t>(c.count) * words_per_position;
-    // Requests: consecutive first positions, one seed each.
-    std::vector<BoardSegment> segments;
+    // Requests: consecutive first positions, one seed each, their outputs
+    // end to end.
+    kernels::cuda::BoardsBatchBuilder batch;
+    std::vector<BoardSegment> requests;
     const int64_t per = c.count / c.segments;
     for (int s = 0; s < c.segments; ++s) {
       const int64_t count = s + 1 < c.segments ? per : c.count - per * s;
-      absl::StatusOr<BoardSegment> seg = kernels::cuda::MakeBoardSegment(
-          c.spec, 0x5eed0000u + s, static_cast<uint64_t>(per * s), count,
-          static_cast<uint64_t>(per * s) * words_per_position);
-      Check(seg.status(), "segment");
-      segments.push_back(*seg);
+      const absl::StatusOr<int> added = batch.Add(
+          c.spec, 0x5eed0000u + s, static_cast<uint64_t>(per * s), count);
+      Check(added.status(), "segment");
+      requests.push_back(batch.segments()[*added]);
     }
-    const std::vector<BoardSegment> requests = segments;
-    Check(c.variant >= 0 ? kernels::cuda::PrepareBoardSegmentsWithVariant(
-                               absl::MakeSpan(segments), words, c.variant)
-                         : kernels::cuda::PrepareBoardSegments(
-                               absl::MakeSpan(segments), words),
+    Check(c.variant >= 0 ? batch.FinishWithVariant(c.variant) : batch.Finish(),
           "prepare");
-    BENCH_CUDA(cudaMemcpyAsync(device_segments->data(), segments.data(),
-                               segments.size() * sizeof(BoardSegment),
-                               cudaMemcpyHostToDevice, stream->get()));
+    // Staged once (segments in, output poisoned), launched reps + 1 times.
+    absl::StatusOr<kernels::cuda::StagedBatch> staged = (*stager)->Upload(
+        batch.Staging(), [&](char* in) { batch.PackInto(in); });
+    Check(staged.status(), "upload");
     kernels::cuda::BoardLaunchOptions options;
     options.loop = c.loop;
-    BENCH_CUDA(cudaMemsetAsync(out->data(), 0xAB, words * sizeof(uint64_t),
-                               stream->get()));
+    BENCH_CUDA(cudaMemsetAsync(staged->regions.out, 0xAB,
+                               words * sizeof(uint64_t), stream.get()));
+    const kernels::cuda::BoardsBatch view = batch.View(staged->regions);
     const double ms = time_ms([&] {
-      Check(kernels::cuda::LaunchBoards(
-                segments, device_segments->as<BoardSegment>(),
-                out->as<uint64_t>(), words, stream->get(), options),
-            "launch");
+      Check(kernels::cuda::LaunchBoards(view, stream.get(), options), "launch");
     });
 
     // Spot check: the first and last positions of the first and last
     // requests against the CPU.
     bool ok = true;
-    for (const BoardSegment* s : {&requests.front(), &requests.back()}) {
-      const int64_t n = std::min<int64_t>(s->count, 64);
-      for (int64_t first : {int64_t{0}, s->count - n}) {
-        std::vector<uint64_t> got(n * words_per_position);
-        std::vector<uint64_t> want(got.size());
-        BENCH_CUDA(cudaMemcpyAsync(
-            got.data(),
-            out->as<uint64_t>() + s->out_offset + first * words_per_position,
-            got.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost,
-            stream->get()));
-        BENCH_CUDA(cudaStreamSynchronize(stream->get()));
-        Check(
-            kernels::SampleBoardsCpu(c.spec, s->seed, s->first_position + first,
-                                     n, absl::MakeSpan(want)),
-            "cpu");
-        ok = ok && got == want;
-      }
-    }
+    Check((*stager)->Download(
+              *staged,
+              [&](const char* out) {
+                const uint64_t* all = batch.Outputs(out);
+                for (const BoardSegment* s :
+                     {&requests.front(), &requests.back()}) {
+                  const int64_t n = std::min<int64_t>(s->count, 64);
+                  for (int64_t first : {int64_t{0}, s->count - n}) {
+                    const uint64_t* got =
+                        all + s->out_offset + first * words_per_position;
+                    std::vector<uint64_t> want(n * words_per_position);
+                    Check(kernels::SampleBoardsCpu(c.spec, s->seed,
+                                                   s->first_position + first, n,
+                                                   absl::MakeSpan(want)),
+                          "cpu");
+                    ok = ok && std::equal(want.begin(), want.end(), got);
+                  }
+                }
+              }),
+          "download");
 
     const double boards_per_s = c.count / (ms * 1e-3);
     const double out_bytes_per_s = words * 8.0 / (ms * 1e-3);
     const double philox_per_board =
         MeanPhiloxBlocks(c.spec, requests.front().seed, 4096);
-    std::string variant = BoardVariantName(segments.front().variant);
+    std::string variant = BoardVariantName(batch.segments().front().variant);
     switch (c.loop) {
       case kernels::cuda::BoardLoop::kAuto:
         break;

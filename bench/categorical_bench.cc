@@ -3,11 +3,12 @@
 // sweep of K, with the device-to-device copy bandwidth measured in the same
 // run as the ceiling.
 //
-// Inputs are random weights (or logits) larger than the L2 cache, rotated
-// among three buffers so that no launch reads what the previous one left in
-// L2; each timing is the median of CUDA-event timings of single launches
-// after warm-up. Bytes counted per launch: M * K * sizeof(T) read plus
-// M * D * 4 written (the fewest a sampler must move).
+// Inputs are random weights (or logits) larger than the L2 cache, staged
+// three times through the staging pipeline (staging.h) and rotated so that
+// no launch reads what the previous one left in L2; each timing is the median
+// of CUDA-event timings of single launches after warm-up. Bytes counted per
+// launch: M * K * sizeof(T) read plus M * D * 4 written (the fewest a sampler
+// must move).
 //
 //   categorical_bench [--quick] [--csv FILE]
 //
@@ -20,8 +21,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,8 +33,9 @@
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/common.h"
 #include "sampler/kernels/cuda/categorical.h"
-#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::kernels::cuda {
 namespace {
@@ -85,122 +89,89 @@ class Bench {
   Bench(size_t input_bytes, int reps) : bytes_(input_bytes), reps_(reps) {}
 
   absl::Status Init() {
-    absl::StatusOr<Stream> s = Stream::Create();
-    if (!s.ok()) return s.status();
-    stream_ = std::move(*s);
-    for (int i = 0; i < kBuffers; ++i) {
-      absl::StatusOr<DeviceBuffer> b =
-          DeviceBuffer::Create(bytes_, stream_.get());
-      if (!b.ok()) return b.status();
-      inputs_.push_back(std::move(*b));
-    }
-    auto start = Event::Create(true);
-    auto stop = Event::Create(true);
-    if (!start.ok()) return start.status();
-    if (!stop.ok()) return stop.status();
-    start_ = std::move(*start);
-    stop_ = std::move(*stop);
+    SAMPLER_ASSIGN_OR_RETURN(stager_, Stager::Create());
     return absl::OkStatus();
   }
 
-  // Fills every input buffer with weights (positive, in (0, 1]) or logits
-  // (in [-10, 0)) of type T, generated on the host once.
+  // Generates the inputs (host memory, once per precision and kind):
+  // weights (positive, in (0, 1]) or logits (in [-10, 0)) of type T.
   template <typename T>
-  absl::Status Fill(WeightKind kind) {
-    std::vector<T> host(bytes_ / sizeof(T));
+  void Fill(WeightKind kind) {
+    std::vector<T>& host = HostValues<T>();
+    host.resize(bytes_ / sizeof(T));
     uint64_t state = 12345;
     for (T& x : host) {
       const double u = static_cast<double>(Mix(state) >> 11) * 0x1.0p-53;
       x = kind == WeightKind::kWeights ? static_cast<T>(1.0 - u)
                                        : static_cast<T>(-10.0 * u);
     }
-    for (DeviceBuffer& b : inputs_) {
-      if (absl::Status s = Check(
-              cudaMemcpy(b.data(), host.data(), bytes_, cudaMemcpyHostToDevice),
-              "fill");
-          !s.ok()) {
-        return s;
-      }
-    }
-    return absl::OkStatus();
   }
 
-  // Device-to-device copy of half the input buffer into the other half of
-  // another: bytes read plus bytes written over the median time.
+  // Device-to-device copy of half a buffer into the other half of another
+  // (kBuffers buffers of the inputs' size from the stager's pool, rotated):
+  // bytes read plus bytes written over the median time.
   absl::StatusOr<double> CopyTbPerS() {
     const size_t half = bytes_ / 2;
+    const cudaStream_t stream = stager_->stream.get();
+    std::vector<DeviceBuffer> buffers;
+    for (int i = 0; i < kBuffers; ++i) {
+      SAMPLER_ASSIGN_OR_RETURN(DeviceBuffer b, stager_->Allocate(bytes_));
+      SAMPLER_CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(b.data(), 0x5A, bytes_, stream));
+      buffers.push_back(std::move(b));
+    }
     std::vector<float> ms;
     for (int i = 0; i < reps_ + 3; ++i) {
-      char* src = static_cast<char*>(inputs_[i % kBuffers].data());
-      char* dst = static_cast<char*>(inputs_[(i + 1) % kBuffers].data()) + half;
-      SAMPLER_CUDA_RETURN_IF_ERROR(
-          cudaEventRecord(start_.get(), stream_.get()));
-      SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-          dst, src, half, cudaMemcpyDeviceToDevice, stream_.get()));
-      SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop_.get(), stream_.get()));
-      SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop_.get()));
-      float t = 0;
-      SAMPLER_CUDA_RETURN_IF_ERROR(
-          cudaEventElapsedTime(&t, start_.get(), stop_.get()));
+      char* src = static_cast<char*>(buffers[i % kBuffers].data());
+      char* dst = static_cast<char*>(buffers[(i + 1) % kBuffers].data()) + half;
+      SAMPLER_ASSIGN_OR_RETURN(
+          const float t, TimeMs([&] {
+            SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+                dst, src, half, cudaMemcpyDeviceToDevice, stream));
+            return absl::OkStatus();
+          }));
       if (i >= 3) ms.push_back(t);
     }
     return 2.0 * static_cast<double>(half) / (Median(ms) * 1e-3) / 1e12;
   }
 
   // Times `kernel` on M rows of K with D draws; the values fill as many
-  // whole rows of the buffer as fit.
+  // whole rows of the inputs as fit. The batch is staged kBuffers times (one
+  // pool allocation each), rotated so that no launch reads what the
+  // previous one left in L2.
   template <typename T>
   absl::StatusOr<Result> Time(CategoricalKernel kernel, bool register_cap,
                               WeightKind kind, int64_t k, int32_t draws,
                               double copy_tb) {
     const int64_t rows = static_cast<int64_t>(bytes_ / sizeof(T)) / k;
-    const Precision precision =
-        std::is_same_v<T, double> ? Precision::kFloat64 : Precision::kFloat32;
-    CategoricalSegment seg;
-    seg.rows = rows;
-    seg.categories = k;
-    seg.draws = draws;
-    seg.kind = kind;
-    seg.seed = 0x5eed;
-    std::vector<CategoricalSegment> segs = {seg};
-    absl::StatusOr<CategoricalPlan> plan = PrepareCategoricalSegments(
-        absl::MakeSpan(segs), precision, bytes_ / sizeof(T),
-        static_cast<uint64_t>(rows) * draws, kernel);
-    if (!plan.ok()) return plan.status();
-    plan->register_cap = register_cap;
-    absl::StatusOr<DeviceBuffer> d_segs =
-        DeviceBuffer::Create(sizeof(CategoricalSegment), stream_.get());
-    absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Create(
-        static_cast<size_t>(rows) * draws * sizeof(int32_t), stream_.get());
-    absl::StatusOr<DeviceBuffer> workspace =
-        DeviceBuffer::Create(plan->workspace_bytes, stream_.get());
-    if (!d_segs.ok()) return d_segs.status();
-    if (!out.ok()) return out.status();
-    if (!workspace.ok()) return workspace.status();
-    SAMPLER_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(d_segs->data(), segs.data(), sizeof(CategoricalSegment),
-                        cudaMemcpyHostToDevice, stream_.get()));
+    CategoricalBatchBuilder<T> builder(kernel);
+    SAMPLER_RETURN_IF_ERROR(builder
+                                .Add(absl::MakeConstSpan(HostValues<T>())
+                                         .first(static_cast<size_t>(rows * k)),
+                                     {rows, k, draws}, kind, 0x5eed, 0)
+                                .status());
+    SAMPLER_RETURN_IF_ERROR(builder.Finish());
+    builder.mutable_plan().register_cap = register_cap;
+    std::vector<StagedBatch> staged;
+    for (int i = 0; i < kBuffers; ++i) {
+      SAMPLER_ASSIGN_OR_RETURN(
+          StagedBatch b, stager_->Upload(builder.Staging(), [&](char* in) {
+            builder.PackInto(in);
+          }));
+      staged.push_back(std::move(b));
+    }
     std::vector<float> ms;
     const int warmup = 3;
     for (int i = 0; i < reps_ + warmup; ++i) {
-      const T* values = inputs_[i % kBuffers].as<T>();
-      SAMPLER_CUDA_RETURN_IF_ERROR(
-          cudaEventRecord(start_.get(), stream_.get()));
-      if (absl::Status s =
-              LaunchCategorical(*plan, d_segs->as<CategoricalSegment>(), values,
-                                out->as<int32_t>(), workspace->data(),
-                                workspace->size(), stream_.get());
-          !s.ok()) {
-        return s;
-      }
-      SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop_.get(), stream_.get()));
-      SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop_.get()));
-      float t = 0;
-      SAMPLER_CUDA_RETURN_IF_ERROR(
-          cudaEventElapsedTime(&t, start_.get(), stop_.get()));
+      const CategoricalBatch<T> view =
+          builder.View(staged[i % kBuffers].regions);
+      SAMPLER_ASSIGN_OR_RETURN(const float t, TimeMs([&] {
+                                 return LaunchCategorical(
+                                     view, stager_->stream.get());
+                               }));
       if (i >= warmup) ms.push_back(t);
     }
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stager_->stream.get()));
     Result r;
     r.kernel =
         absl::StrCat(CategoricalKernelName(kernel), register_cap ? "-cap" : "");
@@ -220,12 +191,34 @@ class Bench {
   }
 
  private:
+  template <typename T>
+  std::vector<T>& HostValues() {
+    if constexpr (std::is_same_v<T, double>) {
+      return host_f64_;
+    } else {
+      return host_f32_;
+    }
+  }
+
+  // Milliseconds between the stager's events around `work`, after a wait.
+  template <typename Work>
+  absl::StatusOr<float> TimeMs(Work work) {
+    const cudaStream_t stream = stager_->stream.get();
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(stager_->start.get(), stream));
+    SAMPLER_RETURN_IF_ERROR(work());
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventRecord(stager_->stop.get(), stream));
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stager_->stop.get()));
+    float t = 0;
+    SAMPLER_CUDA_RETURN_IF_ERROR(
+        cudaEventElapsedTime(&t, stager_->start.get(), stager_->stop.get()));
+    return t;
+  }
+
   size_t bytes_;
   int reps_;
-  Stream stream_;
-  Event start_;
-  Event stop_;
-  std::vector<DeviceBuffer> inputs_;
+  std::unique_ptr<Stager> stager_;
+  std::vector<float> host_f32_;
+  std::vector<double> host_f64_;
 };
 
 void Print(const Result& r) {
@@ -271,7 +264,7 @@ int Main(int argc, char** argv) {
   const size_t bytes = size_t{512} << 20;
   Bench bench(bytes, quick ? 5 : 20);
   BENCH_CHECK(bench.Init());
-  BENCH_CHECK(bench.Fill<float>(WeightKind::kWeights));
+  bench.Fill<float>(WeightKind::kWeights);
   absl::StatusOr<double> copy = bench.CopyTbPerS();
   BENCH_CHECK(copy.status());
   std::printf("d2d copy: %.3f TB/s (read + write)\n", *copy);
@@ -305,12 +298,12 @@ int Main(int argc, char** argv) {
   for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
     run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 4);
   }
-  BENCH_CHECK(bench.Fill<float>(WeightKind::kLogits));
+  bench.Fill<float>(WeightKind::kLogits);
   for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
     run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
     run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
   }
-  BENCH_CHECK(bench.Fill<double>(WeightKind::kWeights));
+  bench.Fill<double>(WeightKind::kWeights);
   for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
     run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
     run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);

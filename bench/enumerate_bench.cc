@@ -25,6 +25,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,7 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/cuda/enumerate.h"
-#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/enumerate.h"
 
@@ -86,13 +87,12 @@ std::vector<T> RandomPmf(std::mt19937_64& rng, int len) {
   return out;
 }
 
-// One input set: a built batch and its device memory.
+// One input set: a built batch, staged on the device (staging.h).
 template <typename T>
 struct Set {
   std::unique_ptr<EnumerateBatchBuilder<T>> builder;
-  DeviceBuffer arena;
+  StagedBatch staged;
   EnumerateBatch<T> view;
-  std::vector<std::vector<T>> first_terms;  // of problem 0..2, for checks
 };
 
 double Median(std::vector<double> v) {
@@ -101,25 +101,24 @@ double Median(std::vector<double> v) {
 }
 
 // Device-to-device copy bandwidth (bytes read + written per second).
-double CopyBandwidth(cudaStream_t stream) {
+double CopyBandwidth(Stager& stager) {
+  const cudaStream_t stream = stager.stream.get();
   const size_t bytes = size_t{1} << 30;
-  absl::StatusOr<DeviceBuffer> a = DeviceBuffer::Create(bytes, stream);
-  absl::StatusOr<DeviceBuffer> b = DeviceBuffer::Create(bytes, stream);
+  absl::StatusOr<DeviceBuffer> a = stager.Allocate(bytes);
+  absl::StatusOr<DeviceBuffer> b = stager.Allocate(bytes);
   BENCH_CHECK(a.status());
   BENCH_CHECK(b.status());
   BENCH_CUDA(cudaMemsetAsync(a->data(), 1, bytes, stream));
-  absl::StatusOr<Event> e0 = Event::Create(true), e1 = Event::Create(true);
-  BENCH_CHECK(e0.status());
-  BENCH_CHECK(e1.status());
   std::vector<double> times;
   for (int rep = 0; rep < 8; ++rep) {
-    BENCH_CUDA(cudaEventRecord(e0->get(), stream));
+    BENCH_CUDA(cudaEventRecord(stager.start.get(), stream));
     BENCH_CUDA(cudaMemcpyAsync(b->data(), a->data(), bytes,
                                cudaMemcpyDeviceToDevice, stream));
-    BENCH_CUDA(cudaEventRecord(e1->get(), stream));
-    BENCH_CUDA(cudaEventSynchronize(e1->get()));
+    BENCH_CUDA(cudaEventRecord(stager.stop.get(), stream));
+    BENCH_CUDA(cudaEventSynchronize(stager.stop.get()));
     float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, e0->get(), e1->get()));
+    BENCH_CUDA(
+        cudaEventElapsedTime(&ms, stager.start.get(), stager.stop.get()));
     if (rep >= 2) times.push_back(ms * 1e-3);
   }
   return 2.0 * bytes / Median(times);
@@ -132,8 +131,9 @@ const char* TypeName() {
 
 template <typename T>
 void RunCase(const Case& c, const std::vector<Variant>& variants,
-             cudaStream_t stream, EnumerateFftPlans* fft, bool quick,
+             Stager& stager, EnumerateFftPlans* fft, bool quick,
              std::vector<Row>* rows) {
+  const cudaStream_t stream = stager.stream.get();
   const int m = c.m;
   const int64_t B = c.batch;
   const int64_t out_per = 2 * m - 1;
@@ -148,62 +148,36 @@ void RunCase(const Case& c, const std::vector<Variant>& variants,
     inputs[s].resize(2 * B);
     for (auto& v : inputs[s]) v = RandomPmf<T>(rng, m);
   }
-  absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Create(
-      static_cast<size_t>(B * out_per) * sizeof(T), stream);
-  BENCH_CHECK(out.status());
-  absl::StatusOr<DeviceBuffer> status =
-      DeviceBuffer::Create(static_cast<size_t>(B) * sizeof(uint32_t), stream);
-  BENCH_CHECK(status.status());
-  absl::StatusOr<Event> e0 = Event::Create(true), e1 = Event::Create(true);
-  BENCH_CHECK(e0.status());
-  BENCH_CHECK(e1.status());
-
   for (const Variant& variant : variants) {
     std::vector<Set<T>> built(sets);
-    size_t scratch_bytes = 0;
     for (int s = 0; s < sets; ++s) {
       built[s].builder =
           std::make_unique<EnumerateBatchBuilder<T>>(variant.options);
+      EnumerateBatchBuilder<T>& b = *built[s].builder;
       for (int64_t p = 0; p < B; ++p) {
         const PmfTerm<T> terms[2] = {{0, inputs[s][2 * p]},
                                      {0, inputs[s][2 * p + 1]}};
-        BENCH_CHECK(built[s]
-                        .builder
-                        ->Add(absl::MakeConstSpan(terms, 2), ProbSpace::kLinear,
-                              ProbSpace::kLinear)
+        BENCH_CHECK(b.Add(absl::MakeConstSpan(terms, 2), ProbSpace::kLinear,
+                          ProbSpace::kLinear)
                         .status());
       }
-      BENCH_CHECK(built[s].builder->Finish());
-      scratch_bytes = std::max(scratch_bytes, built[s].builder->ScratchBytes());
-    }
-    absl::StatusOr<DeviceBuffer> scratch =
-        DeviceBuffer::Create(scratch_bytes, stream);
-    BENCH_CHECK(scratch.status());
-    for (int s = 0; s < sets; ++s) {
-      EnumerateBatchBuilder<T>& b = *built[s].builder;
-      std::vector<unsigned char> host(b.ArenaBytes());
-      b.PackInto(host.data());
-      absl::StatusOr<DeviceBuffer> arena =
-          DeviceBuffer::Create(host.size(), stream);
-      BENCH_CHECK(arena.status());
-      built[s].arena = std::move(*arena);
-      BENCH_CUDA(cudaMemcpyAsync(built[s].arena.data(), host.data(),
-                                 host.size(), cudaMemcpyHostToDevice, stream));
-      BENCH_CUDA(cudaStreamSynchronize(stream));  // `host` goes away
-      built[s].view =
-          b.View(built[s].arena.data(), out->as<T>(), status->as<uint32_t>(),
-                 scratch->data(), scratch_bytes);
+      BENCH_CHECK(b.Finish());
+      absl::StatusOr<StagedBatch> staged =
+          stager.Upload(b.Staging(), [&](char* in) { b.PackInto(in); });
+      BENCH_CHECK(staged.status());
+      built[s].staged = *std::move(staged);
+      built[s].view = b.View(built[s].staged.regions);
       if (fft != nullptr) BENCH_CHECK(fft->Prepare(built[s].view));
     }
     // Check set 0's first problems against the CPU.
     BENCH_CHECK(LaunchEnumerate(built[0].view, stream, fft));
     std::vector<T> got(static_cast<size_t>(std::min<int64_t>(B, 3) * out_per));
-    BENCH_CUDA(cudaMemcpyAsync(got.data(), out->data(), got.size() * sizeof(T),
-                               cudaMemcpyDeviceToHost, stream));
     std::vector<uint32_t> st(B);
-    BENCH_CUDA(cudaMemcpyAsync(st.data(), status->data(), B * sizeof(uint32_t),
-                               cudaMemcpyDeviceToHost, stream));
-    BENCH_CUDA(cudaStreamSynchronize(stream));
+    const ValuesAndStatusWords<T> layout = built[0].builder->OutLayout();
+    BENCH_CHECK(stager.Download(built[0].staged, [&](const char* out) {
+      std::memcpy(got.data(), layout.Values(out), got.size() * sizeof(T));
+      std::memcpy(st.data(), layout.StatusWords(out), B * sizeof(uint32_t));
+    }));
     double max_rel = 0;
     for (int64_t p = 0; p < std::min<int64_t>(B, 3); ++p) {
       const PmfTerm<T> terms[2] = {{0, inputs[0][2 * p]},
@@ -232,12 +206,13 @@ void RunCase(const Case& c, const std::vector<Variant>& variants,
     std::vector<double> times;
     for (int r = 0; r < reps; ++r) {
       const Set<T>& set = built[r % sets];
-      BENCH_CUDA(cudaEventRecord(e0->get(), stream));
+      BENCH_CUDA(cudaEventRecord(stager.start.get(), stream));
       BENCH_CHECK(LaunchEnumerate(set.view, stream, fft));
-      BENCH_CUDA(cudaEventRecord(e1->get(), stream));
-      BENCH_CUDA(cudaEventSynchronize(e1->get()));
+      BENCH_CUDA(cudaEventRecord(stager.stop.get(), stream));
+      BENCH_CUDA(cudaEventSynchronize(stager.stop.get()));
       float ms = 0;
-      BENCH_CUDA(cudaEventElapsedTime(&ms, e0->get(), e1->get()));
+      BENCH_CUDA(
+          cudaEventElapsedTime(&ms, stager.start.get(), stager.stop.get()));
       times.push_back(ms * 1e-3);
     }
     const double med = Median(times);
@@ -282,9 +257,9 @@ int Main(int argc, char** argv) {
   }
   cudaDeviceProp prop;
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
-  absl::StatusOr<Stream> stream = Stream::Create();
-  BENCH_CHECK(stream.status());
-  const double copy_bw = CopyBandwidth(stream->get());
+  absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
+  BENCH_CHECK(stager.status());
+  const double copy_bw = CopyBandwidth(**stager);
   std::printf("device %s, %d SMs, L2 %d MB, copy %.3f TB/s (read+write)\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
               copy_bw / 1e12);
@@ -328,11 +303,11 @@ int Main(int argc, char** argv) {
         variants = std::move(kept);
       }
       if (type == 0) {
-        RunCase<float>(c, variants, stream->get(),
-                       fft.ok() ? fft->get() : nullptr, quick, &rows);
+        RunCase<float>(c, variants, **stager, fft.ok() ? fft->get() : nullptr,
+                       quick, &rows);
       } else {
-        RunCase<double>(c, variants, stream->get(),
-                        fft.ok() ? fft->get() : nullptr, quick, &rows);
+        RunCase<double>(c, variants, **stager, fft.ok() ? fft->get() : nullptr,
+                        quick, &rows);
       }
     }
   }

@@ -19,15 +19,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "sampler/kernels/cuda/gamma.h"
-#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/gamma.h"
 
@@ -41,7 +43,9 @@ using kernels::cuda::GammaBatch;
 using kernels::cuda::GammaBatchBuilder;
 using kernels::cuda::GammaCounters;
 using kernels::cuda::GammaLaunchOptions;
-using kernels::cuda::Stream;
+using kernels::cuda::StagedBatch;
+using kernels::cuda::Stager;
+using kernels::cuda::StagingPlan;
 
 constexpr int kWarp = 32;
 
@@ -254,33 +258,31 @@ struct Row {
   double p_model, iters_model, eff_model;
 };
 
-// A batch on the device: the packed arena plus outputs and status.
+// A batch staged on the device (staging.h), with the instrumented
+// kernel's counters after the builder's out region (8-byte aligned).
+template <typename T>
 struct DeviceBatch {
-  DeviceBuffer arena, out, status;
+  StagedBatch staged;
+  GammaBatch<T> view;
+  size_t counters_at = 0;
 };
 
 template <typename T>
-GammaBatch<T> Upload(const GammaBatchBuilder<T>& b, cudaStream_t s,
-                     DeviceBatch* d) {
-  std::vector<char> host(b.ArenaBytes());
-  b.PackInto(host.data());
-  absl::StatusOr<DeviceBuffer> arena = DeviceBuffer::Create(host.size(), s);
-  absl::StatusOr<DeviceBuffer> out =
-      DeviceBuffer::Create(sizeof(T) * b.total(), s);
-  absl::StatusOr<DeviceBuffer> status = DeviceBuffer::Create(
-      sizeof(uint32_t) * std::max<size_t>(b.segments().size(), 1), s);
-  BENCH_CHECK(arena.status());
-  BENCH_CHECK(out.status());
-  BENCH_CHECK(status.status());
-  BENCH_CUDA(cudaMemcpyAsync(arena->data(), host.data(), host.size(),
-                             cudaMemcpyHostToDevice, s));
+DeviceBatch<T> Upload(const GammaBatchBuilder<T>& b, Stager& stager) {
+  StagingPlan plan = b.Staging();
+  DeviceBatch<T> d;
+  d.counters_at = (plan.out_bytes + 7) / 8 * 8;
+  plan.out_bytes = d.counters_at + sizeof(GammaCounters);
+  absl::StatusOr<StagedBatch> staged =
+      stager.Upload(plan, [&](char* in) { b.PackInto(in); });
+  BENCH_CHECK(staged.status());
+  d.staged = *std::move(staged);
   // Poisoned, so that a run that wrote nothing cannot pass for a fast one.
-  BENCH_CUDA(cudaMemsetAsync(out->data(), 0xff, sizeof(T) * b.total(), s));
-  BENCH_CUDA(cudaStreamSynchronize(s));
-  d->arena = std::move(*arena);
-  d->out = std::move(*out);
-  d->status = std::move(*status);
-  return b.View(d->arena.data(), d->out.as<T>(), d->status.as<uint32_t>());
+  BENCH_CUDA(cudaMemsetAsync(d.staged.regions.out, 0xff, d.counters_at,
+                             stager.stream.get()));
+  BENCH_CUDA(cudaStreamSynchronize(stager.stream.get()));
+  d.view = b.View(d.staged.regions);
+  return d;
 }
 
 template <typename T>
@@ -303,18 +305,14 @@ double Median(std::vector<double> v) {
 }
 
 template <typename T>
-void RunConfig(const Config& cfg, int64_t n, int reps, cudaStream_t s,
+void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
                const std::vector<double>& p_table, std::vector<Row>* rows) {
   const GammaBatchBuilder<T> builder = MakeBuilder<T>(cfg, n);
-  DeviceBatch dev;
-  const GammaBatch<T> batch = Upload(builder, s, &dev);
-  absl::StatusOr<DeviceBuffer> counters_buf =
-      DeviceBuffer::Create(sizeof(GammaCounters), s);
-  BENCH_CHECK(counters_buf.status());
-  absl::StatusOr<Event> start = Event::Create(true);
-  absl::StatusOr<Event> stop = Event::Create(true);
-  BENCH_CHECK(start.status());
-  BENCH_CHECK(stop.status());
+  const DeviceBatch<T> dev = Upload(builder, stager);
+  const GammaBatch<T>& batch = dev.view;
+  const cudaStream_t s = stager.stream.get();
+  const Event& start = stager.start;
+  const Event& stop = stager.stop;
   const char* precision = sizeof(T) == 4 ? "float32" : "float64";
 
   double p_model = 0;
@@ -326,23 +324,23 @@ void RunConfig(const Config& cfg, int64_t n, int reps, cudaStream_t s,
     for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
     std::vector<double> times;
     for (int i = 0; i < reps; ++i) {
-      BENCH_CUDA(cudaEventRecord(start->get(), s));
+      BENCH_CUDA(cudaEventRecord(start.get(), s));
       BENCH_CHECK(LaunchGamma(batch, s, options));
-      BENCH_CUDA(cudaEventRecord(stop->get(), s));
-      BENCH_CUDA(cudaEventSynchronize(stop->get()));
+      BENCH_CUDA(cudaEventRecord(stop.get(), s));
+      BENCH_CUDA(cudaEventSynchronize(stop.get()));
       float ms = 0;
-      BENCH_CUDA(cudaEventElapsedTime(&ms, start->get(), stop->get()));
+      BENCH_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
       times.push_back(ms);
     }
-    // Every output written and finite or zero (a poisoned NaN would show).
+    // Every output written and finite or zero (a poisoned NaN would show),
+    // in a sample of them.
     std::vector<T> sample(std::min<int64_t>(n, 1 << 20));
-    BENCH_CUDA(cudaMemcpyAsync(sample.data(), batch.out,
-                               sizeof(T) * sample.size(),
-                               cudaMemcpyDeviceToHost, s));
     uint32_t status = 0;
-    BENCH_CUDA(cudaMemcpyAsync(&status, batch.segment_status, sizeof(status),
-                               cudaMemcpyDeviceToHost, s));
-    BENCH_CUDA(cudaStreamSynchronize(s));
+    BENCH_CHECK(stager.Download(dev.staged, [&](const char* out) {
+      std::memcpy(sample.data(), builder.OutLayout().Values(out),
+                  sizeof(T) * sample.size());
+      status = builder.OutLayout().StatusWords(out)[0];
+    }));
     for (T x : sample) {
       if (!(x >= T(0)) || !std::isfinite(x)) {
         std::fprintf(stderr, "bad output %g\n", static_cast<double>(x));
@@ -355,16 +353,16 @@ void RunConfig(const Config& cfg, int64_t n, int reps, cudaStream_t s,
     }
 
     // The instrumented variant on the same inputs.
+    char* counters =
+        static_cast<char*>(dev.staged.regions.out) + dev.counters_at;
     GammaLaunchOptions counted = options;
-    counted.counters = counters_buf->as<GammaCounters>();
-    BENCH_CUDA(
-        cudaMemsetAsync(counters_buf->data(), 0, sizeof(GammaCounters), s));
+    counted.counters = reinterpret_cast<GammaCounters*>(counters);
+    BENCH_CUDA(cudaMemsetAsync(counters, 0, sizeof(GammaCounters), s));
     BENCH_CHECK(LaunchGamma(batch, s, counted));
     Row row;
-    BENCH_CUDA(cudaMemcpyAsync(&row.counters, counters_buf->data(),
-                               sizeof(GammaCounters), cudaMemcpyDeviceToHost,
-                               s));
-    BENCH_CUDA(cudaStreamSynchronize(s));
+    BENCH_CHECK(stager.Download(dev.staged, [&](const char* out) {
+      std::memcpy(&row.counters, out + dev.counters_at, sizeof(GammaCounters));
+    }));
 
     row.precision = precision;
     row.config = cfg.name;
@@ -404,38 +402,38 @@ void RunConfig(const Config& cfg, int64_t n, int reps, cudaStream_t s,
 
 // Device-to-device copy of `bytes`, counting bytes read plus written: the
 // memory ceiling of the day.
-double CopyRate(size_t bytes, cudaStream_t s) {
-  absl::StatusOr<DeviceBuffer> a = DeviceBuffer::Create(bytes, s);
-  absl::StatusOr<DeviceBuffer> b = DeviceBuffer::Create(bytes, s);
-  absl::StatusOr<Event> start = Event::Create(true);
-  absl::StatusOr<Event> stop = Event::Create(true);
+double CopyRate(size_t bytes, Stager& stager) {
+  const cudaStream_t s = stager.stream.get();
+  absl::StatusOr<DeviceBuffer> a = stager.Allocate(bytes);
+  absl::StatusOr<DeviceBuffer> b = stager.Allocate(bytes);
   BENCH_CHECK(a.status());
   BENCH_CHECK(b.status());
-  BENCH_CHECK(start.status());
-  BENCH_CHECK(stop.status());
+  const Event& start = stager.start;
+  const Event& stop = stager.stop;
   BENCH_CUDA(cudaMemsetAsync(a->data(), 1, bytes, s));
   std::vector<double> times;
   for (int i = 0; i < 12; ++i) {
-    BENCH_CUDA(cudaEventRecord(start->get(), s));
+    BENCH_CUDA(cudaEventRecord(start.get(), s));
     BENCH_CUDA(cudaMemcpyAsync(b->data(), a->data(), bytes,
                                cudaMemcpyDeviceToDevice, s));
-    BENCH_CUDA(cudaEventRecord(stop->get(), s));
-    BENCH_CUDA(cudaEventSynchronize(stop->get()));
+    BENCH_CUDA(cudaEventRecord(stop.get(), s));
+    BENCH_CUDA(cudaEventSynchronize(stop.get()));
     float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, start->get(), stop->get()));
+    BENCH_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     if (i >= 2) times.push_back(ms);
   }
   return 2.0 * bytes / (Median(times) * 1e-3) / 1e12;
 }
 
 template <typename T>
-void NcuLaunches(cudaStream_t s) {
+void NcuLaunches(Stager& stager) {
+  const cudaStream_t s = stager.stream.get();
   const int64_t n = int64_t{1} << 22;
   for (const Config& cfg : {Config{"shape=0.3", 0.3}, Config{"shape=10", 10.0},
                             Config{"U(0.1,10)", -1.0}}) {
     const GammaBatchBuilder<T> builder = MakeBuilder<T>(cfg, n);
-    DeviceBatch dev;
-    const GammaBatch<T> batch = Upload(builder, s, &dev);
+    const DeviceBatch<T> dev = Upload(builder, stager);
+    const GammaBatch<T>& batch = dev.view;
     for (bool pre_cache : {true, false}) {
       if (sizeof(T) == 8 && !pre_cache) continue;
       GammaLaunchOptions options;
@@ -469,12 +467,11 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  absl::StatusOr<Stream> stream = Stream::Create();
-  BENCH_CHECK(stream.status());
-  const cudaStream_t s = stream->get();
+  absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
+  BENCH_CHECK(stager.status());
   if (ncu) {
-    NcuLaunches<float>(s);
-    NcuLaunches<double>(s);
+    NcuLaunches<float>(**stager);
+    NcuLaunches<double>(**stager);
     return 0;
   }
 
@@ -487,7 +484,7 @@ int Main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MB, max SM clock %d MHz\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20,
               clock_khz / 1000);
-  const double copy_tbs = CopyRate(size_t{1} << 30, s);
+  const double copy_tbs = CopyRate(size_t{1} << 30, **stager);
   std::printf("d2d copy: %.3f TB/s (read + write)\n", copy_tbs);
   std::printf("outputs per launch: %lld, medians of %d launches\n",
               static_cast<long long>(n), reps);
@@ -506,10 +503,10 @@ int Main(int argc, char** argv) {
                                        {"U(0.1,10)", -1.0}};
   std::vector<Row> rows;
   for (const Config& cfg : configs) {
-    RunConfig<float>(cfg, n, reps, s, p_table, &rows);
+    RunConfig<float>(cfg, n, reps, **stager, p_table, &rows);
   }
   for (const Config& cfg : configs) {
-    RunConfig<double>(cfg, n, reps, s, p_table, &rows);
+    RunConfig<double>(cfg, n, reps, **stager, p_table, &rows);
   }
 
   if (!json.empty()) {

@@ -772,11 +772,12 @@ absl::Status PrepareBoardSegmentsWithVariant(absl::Span<BoardSegment> segments,
   return Prepare(segments, out_words, BoardKernel::kAuto, variant);
 }
 
-absl::Status LaunchBoards(absl::Span<const BoardSegment> segments,
-                          const BoardSegment* device_segments,
-                          uint64_t* device_out, size_t out_words,
-                          cudaStream_t stream,
+absl::Status LaunchBoards(const BoardsBatch& batch, cudaStream_t stream,
                           const BoardLaunchOptions& options) {
+  const absl::Span<const BoardSegment> segments = batch.segments;
+  const BoardSegment* device_segments = batch.device_segments;
+  uint64_t* device_out = batch.out;
+  const size_t out_words = batch.out_words;
   if (segments.empty()) return absl::OkStatus();
   if (device_segments == nullptr) {
     return absl::InvalidArgumentError("device_segments: null");

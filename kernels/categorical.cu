@@ -1091,22 +1091,16 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   return plan;
 }
 
-absl::Status LaunchCategorical(const CategoricalPlan& plan,
-                               const CategoricalSegment* device_segments,
-                               const float* values, int32_t* out,
-                               void* workspace, size_t workspace_bytes,
+template <typename T>
+absl::Status LaunchCategorical(const CategoricalBatch<T>& batch,
                                cudaStream_t stream) {
-  return Launch<float>(plan, device_segments, values, out, workspace,
-                       workspace_bytes, stream);
+  return Launch<T>(batch.plan, batch.segments, batch.values, batch.out,
+                   batch.workspace, batch.workspace_bytes, stream);
 }
 
-absl::Status LaunchCategorical(const CategoricalPlan& plan,
-                               const CategoricalSegment* device_segments,
-                               const double* values, int32_t* out,
-                               void* workspace, size_t workspace_bytes,
-                               cudaStream_t stream) {
-  return Launch<double>(plan, device_segments, values, out, workspace,
-                        workspace_bytes, stream);
-}
+template absl::Status LaunchCategorical<float>(const CategoricalBatch<float>&,
+                                               cudaStream_t);
+template absl::Status LaunchCategorical<double>(const CategoricalBatch<double>&,
+                                                cudaStream_t);
 
 }  // namespace sampler::kernels::cuda

@@ -23,68 +23,34 @@ constexpr int64_t kWarpPerRowFromK = 64;
 template <typename T>
 absl::StatusOr<double> RunCategorical(Batch<CategoricalJob>& batch,
                                       CudaSlot& slot, bool wide_rows) {
-  std::vector<kc::CategoricalSegment> segments;
+  kc::CategoricalBatchBuilder<T> builder(
+      wide_rows ? kc::CategoricalKernel::kWarpPerRow
+                : kc::CategoricalKernel::kButterfly);
   std::vector<CategoricalJob*> placed;
-  uint64_t values_size = 0, out_size = 0;
   for (auto& job : batch.jobs) {
     auto* work = std::get_if<CategoricalWork<T>>(&job->work);
     if (work == nullptr) continue;  // the other precision's launch
     if ((job->shape.categories >= kWarpPerRowFromK) != wide_rows) continue;
-    kc::CategoricalSegment segment;
-    segment.values_offset = values_size;
-    segment.out_offset = out_size;
-    segment.seed = job->seed;
-    segment.first_row = job->first_row;
-    segment.rows = job->shape.rows;
-    segment.categories = job->shape.categories;
-    segment.draws = job->shape.draws;
-    segment.kind = job->weight_kind;
-    values_size += work->values.size();
-    out_size += work->out.size();
-    segments.push_back(segment);
+    absl::StatusOr<int> segment = builder.Add(
+        work->values, job->shape, job->weight_kind, job->seed, job->first_row);
+    if (!segment.ok()) return segment.status();  // validated: cannot happen
     placed.push_back(job.get());
   }
-  if (segments.empty()) return 0.0;
-  const kernels::Precision precision = std::is_same_v<T, float>
-                                           ? kernels::Precision::kFloat32
-                                           : kernels::Precision::kFloat64;
-  absl::StatusOr<kc::CategoricalPlan> plan = kc::PrepareCategoricalSegments(
-      absl::MakeSpan(segments), precision, values_size, out_size,
-      wide_rows ? kc::CategoricalKernel::kWarpPerRow
-                : kc::CategoricalKernel::kButterfly);
-  if (!plan.ok()) return plan.status();
-
-  // Upload: the segments, then the values (8-byte aligned).
-  const size_t segment_bytes = segments.size() * sizeof(kc::CategoricalSegment);
-  const size_t values_at = (segment_bytes + 7) / 8 * 8;
-  const StagingPlan staging{values_at + values_size * sizeof(T),
-                            out_size * sizeof(int32_t), plan->workspace_bytes};
-  return slot.Run(
-      staging,
-      [&](char* staged) {
-        std::memcpy(staged, segments.data(), segment_bytes);
-        T* values = reinterpret_cast<T*>(staged + values_at);
-        for (CategoricalJob* job : placed) {
-          const auto& work = std::get<CategoricalWork<T>>(job->work);
-          std::memcpy(values, work.values.data(),
-                      work.values.size() * sizeof(T));
-          values += work.values.size();
-        }
-      },
-      [&](const DeviceRegions& device, cudaStream_t stream) {
-        const char* in = static_cast<const char*>(device.in);
-        return kc::LaunchCategorical(
-            *plan, reinterpret_cast<const kc::CategoricalSegment*>(in),
-            reinterpret_cast<const T*>(in + values_at),
-            static_cast<int32_t*>(device.out), device.scratch,
-            plan->workspace_bytes, stream);
+  if (placed.empty()) return 0.0;
+  if (absl::Status s = builder.Finish(); !s.ok()) return s;
+  return slot.RunBatch(
+      builder,
+      [](const auto& view, cudaStream_t stream) {
+        return kc::LaunchCategorical(view, stream);
       },
       [&](const char* staged) {
-        const auto* indices = reinterpret_cast<const int32_t*>(staged);
-        for (CategoricalJob* job : placed) {
-          absl::Span<int32_t> out = std::get<CategoricalWork<T>>(job->work).out;
-          std::memcpy(out.data(), indices, out.size() * sizeof(int32_t));
-          indices += out.size();
+        const int32_t* indices = builder.Outputs(staged);
+        for (size_t i = 0; i < placed.size(); ++i) {
+          absl::Span<int32_t> out =
+              std::get<CategoricalWork<T>>(placed[i]->work).out;
+          std::memcpy(out.data(),
+                      indices + builder.out_offset(static_cast<int>(i)),
+                      out.size() * sizeof(int32_t));
         }
       });
 }

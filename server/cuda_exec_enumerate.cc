@@ -73,25 +73,14 @@ absl::StatusOr<double> RunEnumerate(Batch<EnumerateJob>& batch,
   if (placed.empty()) return 0.0;
   if (absl::Status s = builder.Finish(); !s.ok()) return s;
 
-  const size_t out_bytes = static_cast<size_t>(builder.total_out()) * sizeof(T);
-  const size_t status_at = (out_bytes + 7) / 8 * 8;
-  const size_t status_bytes = builder.problems().size() * sizeof(uint32_t);
-  const StagingPlan plan{builder.ArenaBytes(), status_at + status_bytes,
-                         builder.ScratchBytes()};
-  return slot.Run(
-      plan, [&](char* staged) { builder.PackInto(staged); },
-      [&](const DeviceRegions& device, cudaStream_t stream) {
-        char* out = static_cast<char*>(device.out);
-        return kc::LaunchEnumerate<T>(
-            builder.View(device.in, reinterpret_cast<T*>(out),
-                         reinterpret_cast<uint32_t*>(out + status_at),
-                         device.scratch, builder.ScratchBytes()),
-            stream);
+  return slot.RunBatch(
+      builder,
+      [](const auto& view, cudaStream_t stream) {
+        return kc::LaunchEnumerate(view, stream);
       },
       [&](const char* staged) {
-        const T* values = reinterpret_cast<const T*>(staged);
-        const uint32_t* words =
-            reinterpret_cast<const uint32_t*>(staged + status_at);
+        const T* values = builder.OutLayout().Values(staged);
+        const uint32_t* words = builder.OutLayout().StatusWords(staged);
         for (const PlacedProblem<T>& p : placed) {
           const auto& work = std::get<EnumerateWork<T>>(p.job->work);
           const EnumerateProblem<T>& problem = work.problems[p.problem];

@@ -24,40 +24,26 @@ struct Placed {
   absl::Span<T> out;
 };
 
-// Stages the arena, runs `launch`, and hands each placed job its slice of
-// the outputs and its status word (the words follow the outputs, 8-byte
-// aligned, in the same download). Returns the kernel seconds.
+// Stages the batch, runs `launch`, and hands each placed job its slice of
+// the outputs and its status word (the builder's OutLayout: the words
+// follow the outputs in the same download). Returns the kernel seconds.
 template <typename T, typename Builder, typename LaunchFn>
 absl::StatusOr<double> RunArena(const Builder& builder,
                                 const std::vector<Placed<T>>& placed,
                                 CudaSlot& slot, LaunchFn launch) {
   if (placed.empty()) return 0.0;
-  const size_t out_bytes = static_cast<size_t>(builder.total()) * sizeof(T);
-  const size_t status_at = (out_bytes + 7) / 8 * 8;
-  const size_t status_bytes = builder.segments().size() * sizeof(uint32_t);
-  const StagingPlan plan{builder.ArenaBytes(), status_at + status_bytes, 0};
-  return slot.Run(
-      plan, [&](char* staged) { builder.PackInto(staged); },
-      [&](const DeviceRegions& device, cudaStream_t stream) {
-        char* out = static_cast<char*>(device.out);
-        return launch(
-            builder.View(device.in, reinterpret_cast<T*>(out),
-                         reinterpret_cast<uint32_t*>(out + status_at)),
-            stream);
-      },
-      [&](const char* staged) {
-        const T* values = reinterpret_cast<const T*>(staged);
-        const uint32_t* words =
-            reinterpret_cast<const uint32_t*>(staged + status_at);
-        for (const Placed<T>& p : placed) {
-          const auto& segment = builder.segments()[p.segment];
-          std::memcpy(p.out.data(), values + segment.out_begin,
-                      p.out.size() * sizeof(T));
-          if (words[p.segment] != 0) {
-            p.job->status = kc::SegmentStatus(words[p.segment], p.segment);
-          }
-        }
-      });
+  return slot.RunBatch(builder, launch, [&](const char* staged) {
+    const T* values = builder.OutLayout().Values(staged);
+    const uint32_t* words = builder.OutLayout().StatusWords(staged);
+    for (const Placed<T>& p : placed) {
+      const auto& segment = builder.segments()[p.segment];
+      std::memcpy(p.out.data(), values + segment.out_begin,
+                  p.out.size() * sizeof(T));
+      if (words[p.segment] != 0) {
+        p.job->status = kc::SegmentStatus(words[p.segment], p.segment);
+      }
+    }
+  });
 }
 
 template <typename T>

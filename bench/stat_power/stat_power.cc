@@ -1,12 +1,13 @@
 // GPU power program (issue 10, item 4): draws N samples per configuration
-// (default 10^9) through the kernels' CUDA launchers, reduces them on the
-// device, and applies the tests of tests/stat/power_test.cc at the
-// sensitivity that N gives (about 0.1% at 10^9): gamma over shapes 1e-6 ..
-// 1e10 in both precisions (log output for tiny shapes), categorical up to
-// K = 2^24 with equal, random, spanning (1e-30 .. 1), zero and subnormal
-// weights, Dirichlet down to alpha 1e-4 with 1000 components, boards by
-// site marginals and adjacent-pair statistics. Enumeration is exact
-// arithmetic and is tested exactly by the CI suite; it is not sampled here.
+// (default 10^9) through the kernels' CUDA launchers and the staging
+// pipeline (staging.h), reduces them on the device, and applies the tests of
+// tests/stat/power_test.cc at the sensitivity that N gives (about 0.1% at
+// 10^9): gamma over shapes 1e-6 .. 1e10 in both precisions (log output for tiny
+// shapes), categorical up to K = 2^24 with equal, random, spanning (1e-30 ..
+// 1), zero and subnormal weights, Dirichlet down to alpha 1e-4 with 1000
+// components, boards by site marginals and adjacent-pair statistics.
+// Enumeration is exact arithmetic and is tested exactly by the CI suite; it is
+// not sampled here.
 //
 // It reports, it does not hide: a configuration that fails is listed as
 // FAIL with its worst check (today float32 large-K categorical and float32
@@ -35,8 +36,10 @@
 #include <ctime>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,13 +50,19 @@
 #include "sampler/kernels/cuda/boards.h"
 #include "sampler/kernels/cuda/categorical.h"
 #include "sampler/kernels/cuda/gamma.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/gamma.h"
+#include "sampler/kernels/status_macros.h"
 #include "tests/stat/power_util.h"
 
 namespace sampler::bench {
 namespace {
 
+using kernels::cuda::DeviceRegions;
+using kernels::cuda::StagedBatch;
+using kernels::cuda::Stager;
+using kernels::cuda::StagingPlan;
 using testing::Check;
 using testing::CriticalZ;
 using testing::MinDetectable;
@@ -93,20 +102,6 @@ double Uniform01(uint64_t& h) {
   return (static_cast<double>(h >> 11) + 0.5) * 0x1p-53;
 }
 
-// A device buffer that only grows (cudaMalloc; freed at exit).
-struct Scratch {
-  void* p = nullptr;
-  size_t bytes = 0;
-  void* Get(size_t want) {
-    if (want > bytes) {
-      if (p != nullptr) SP_CUDA(cudaFree(p));
-      SP_CUDA(cudaMalloc(&p, want));
-      bytes = want;
-    }
-    return p;
-  }
-};
-
 struct Result {
   std::string kind, precision, config;
   double n = 0;  // samples
@@ -117,27 +112,75 @@ struct Result {
 };
 
 struct Ctx {
-  cudaStream_t stream = nullptr;
-  Scratch out, arena, work, aux, partials;
+  // Every chunk goes through the staging pipeline (staging.h): its batch
+  // in, its samples in scratch (reduced on the device, never copied back),
+  // the status word and the reductions out.
+  std::unique_ptr<Stager> stager;
   std::vector<Result> results;
 };
 
-// Packs a gamma or Dirichlet batch into `host` (kept by the caller until the
-// copy has been issued), copies it into the device arena with the segment's
-// status word just past it, 8-byte aligned (returned in `*status`, read
-// back after the launch), and returns the device view.
-template <typename Builder, typename T>
-auto StageBatch(Ctx& ctx, const Builder& b, T* out, std::vector<char>* host,
-                uint32_t** status) {
-  host->resize(b.ArenaBytes());
-  b.PackInto(host->data());
-  char* dev_arena = static_cast<char*>(ctx.arena.Get(host->size() + 16));
-  *status = reinterpret_cast<uint32_t*>(
-      (reinterpret_cast<uintptr_t>(dev_arena + host->size()) + 7) &
-      ~uintptr_t{7});
-  SP_CUDA(cudaMemcpyAsync(dev_arena, host->data(), host->size(),
-                          cudaMemcpyHostToDevice, ctx.stream));
-  return b.View(dev_arena, out, *status);
+// Device counters that many chunks add to: the out region of a staged
+// batch of nothing else, zeroed once and downloaded at the end.
+StagedBatch Counters(Ctx& ctx, size_t bytes) {
+  absl::StatusOr<StagedBatch> staged =
+      ctx.stager->Upload({0, bytes, 0}, [](char*) {});
+  SP_CHECK(staged.status());
+  SP_CUDA(
+      cudaMemsetAsync(staged->regions.out, 0, bytes, ctx.stager->stream.get()));
+  return *std::move(staged);
+}
+
+std::vector<unsigned long long> Download(Ctx& ctx, const StagedBatch& staged) {
+  std::vector<unsigned long long> host(staged.plan.out_bytes / 8);
+  SP_CHECK(ctx.stager->Download(staged, [&](const char* out) {
+    std::memcpy(host.data(), out, host.size() * 8);
+  }));
+  return host;
+}
+
+// One gamma or Dirichlet chunk: the builder's arena and then `params` go
+// in; the builder's `outputs` samples land in scratch, where `reduce(x,
+// device_params, device_partials, stream)` sums them into
+// partials->size() doubles; the segment's status word and the partials come
+// back. Returns the segment's status.
+template <typename T, typename Builder, typename Launch, typename Reduce>
+absl::Status RunReducedChunk(Ctx& ctx, const Builder& b, int64_t outputs,
+                             const std::vector<double>& params, Launch launch,
+                             Reduce reduce, std::vector<double>* partials) {
+  const size_t params_at = (b.ArenaBytes() + 7) / 8 * 8;
+  constexpr size_t kPartialsAt = 8;  // after the status word
+  const StagingPlan plan{params_at + params.size() * sizeof(double),
+                         kPartialsAt + partials->size() * sizeof(double),
+                         static_cast<size_t>(outputs) * sizeof(T)};
+  uint32_t word = 0;
+  SP_CHECK(ctx.stager
+               ->Run(
+                   plan,
+                   [&](char* in) {
+                     b.PackInto(in);
+                     if (!params.empty()) {
+                       std::memcpy(in + params_at, params.data(),
+                                   params.size() * sizeof(double));
+                     }
+                   },
+                   [&](const DeviceRegions& d, cudaStream_t s) -> absl::Status {
+                     T* x = static_cast<T*>(d.scratch);
+                     char* in = static_cast<char*>(d.in);
+                     char* out = static_cast<char*>(d.out);
+                     SAMPLER_RETURN_IF_ERROR(launch(
+                         b.View(d.in, x, reinterpret_cast<uint32_t*>(out)), s));
+                     reduce(x, reinterpret_cast<const double*>(in + params_at),
+                            reinterpret_cast<double*>(out + kPartialsAt), s);
+                     SAMPLER_CUDA_RETURN_IF_ERROR(cudaPeekAtLastError());
+                     return absl::OkStatus();
+                   },
+                   [&](const char* out) {
+                     std::memcpy(&word, out, sizeof(word));
+                     std::memcpy(partials->data(), out + kPartialsAt,
+                                 partials->size() * sizeof(double));
+                   })
+               .status());
+  return kernels::cuda::SegmentStatus(word, 0);
 }
 
 void Print(const Result& r) {
@@ -224,9 +267,6 @@ void RunGamma(Ctx& ctx, double shape_in, bool log_output, int64_t n,
   const Stat lin = LinearStat(k), lg = LogStat(k);
   const int64_t chunk = int64_t{1} << 27;
   long double sums[4] = {0, 0, 0, 0};
-  T* out = static_cast<T*>(ctx.out.Get(chunk * sizeof(T)));
-  double* partials = static_cast<double*>(
-      ctx.partials.Get(4 * kMomentBlocks * sizeof(double)));
   std::vector<double> host_partials(4 * kMomentBlocks);
   for (int64_t first = 0; first < n; first += chunk) {
     const int64_t len = std::min(chunk, n - first);
@@ -235,21 +275,16 @@ void RunGamma(Ctx& ctx, double shape_in, bool log_output, int64_t n,
     SP_CHECK(
         b.AddGroups({&g, 1}, log_output, seed, static_cast<uint64_t>(first))
             .status());
-    std::vector<char> arena;
-    uint32_t* status = nullptr;
-    SP_CHECK(kernels::cuda::LaunchGamma<T>(
-        StageBatch(ctx, b, out, &arena, &status), ctx.stream));
-    LaunchMomentSums<T>(out, len, log_output, lin.mean, lin.sd, lg.mean, lg.sd,
-                        partials, ctx.stream);
-    SP_CUDA(cudaPeekAtLastError());
-    uint32_t word = 0;
-    SP_CUDA(
-        cudaMemcpyAsync(&word, status, 4, cudaMemcpyDeviceToHost, ctx.stream));
-    SP_CUDA(cudaMemcpyAsync(host_partials.data(), partials,
-                            host_partials.size() * sizeof(double),
-                            cudaMemcpyDeviceToHost, ctx.stream));
-    SP_CUDA(cudaStreamSynchronize(ctx.stream));
-    const absl::Status s = kernels::cuda::SegmentStatus(word, 0);
+    const absl::Status s = RunReducedChunk<T>(
+        ctx, b, len, {},
+        [](const kernels::cuda::GammaBatch<T>& view, cudaStream_t stream) {
+          return kernels::cuda::LaunchGamma<T>(view, stream);
+        },
+        [&](const T* x, const double*, double* partials, cudaStream_t stream) {
+          LaunchMomentSums<T>(x, len, log_output, lin.mean, lin.sd, lg.mean,
+                              lg.sd, partials, stream);
+        },
+        &host_partials);
     if (!s.ok()) r.error = s.ToString();
     for (int i = 0; i < kMomentBlocks; ++i)
       for (int j = 0; j < 4; ++j) sums[j] += host_partials[4 * i + j];
@@ -329,14 +364,13 @@ void RunCategorical(Ctx& ctx, const std::string& name, const std::vector<T>& w,
       return;
     }
   }
-  T* dev_values = static_cast<T*>(ctx.aux.Get(values.size() * sizeof(T)));
-  SP_CUDA(cudaMemcpy(dev_values, values.data(), values.size() * sizeof(T),
-                     cudaMemcpyHostToDevice));
-  int32_t* out = static_cast<int32_t*>(
-      ctx.out.Get(segs_per_launch * per_seg * sizeof(int32_t)));
-  unsigned long long* counts = static_cast<unsigned long long*>(
-      ctx.partials.Get((k + 1) * sizeof(unsigned long long)));
-  SP_CUDA(cudaMemset(counts, 0, (k + 1) * sizeof(unsigned long long)));
+  // Every segment reads the same 32 rows, so the batch is laid out here
+  // rather than by CategoricalBatchBuilder (which places each segment's
+  // values apart): in, the segments and then the rows (8-byte aligned); in
+  // scratch, the indices (reduced to counts on the device) and then the
+  // workspace.
+  const StagedBatch counts =
+      Counters(ctx, (k + 1) * sizeof(unsigned long long));
   for (int64_t s0 = 0; s0 < segs_total; s0 += segs_per_launch) {
     const int64_t segs = std::min(segs_per_launch, segs_total - s0);
     std::vector<kernels::cuda::CategoricalSegment> seg(segs);
@@ -357,22 +391,49 @@ void RunCategorical(Ctx& ctx, const std::string& name, const std::vector<T>& w,
                                      : kernels::Precision::kFloat64,
             values.size(), static_cast<uint64_t>(segs * per_seg));
     SP_CHECK(plan.status());
-    void* dev_seg = ctx.arena.Get(seg.size() * sizeof(seg[0]));
-    SP_CUDA(cudaMemcpyAsync(dev_seg, seg.data(), seg.size() * sizeof(seg[0]),
-                            cudaMemcpyHostToDevice, ctx.stream));
-    void* workspace = plan->workspace_bytes > 0
-                          ? ctx.work.Get(plan->workspace_bytes)
-                          : nullptr;
-    SP_CHECK(kernels::cuda::LaunchCategorical(
-        *plan, static_cast<const kernels::cuda::CategoricalSegment*>(dev_seg),
-        dev_values, out, workspace, plan->workspace_bytes, ctx.stream));
-    LaunchHistogram(out, segs * per_seg, k, counts, ctx.stream);
-    SP_CUDA(cudaPeekAtLastError());
-    SP_CUDA(cudaStreamSynchronize(ctx.stream));
+    const size_t seg_bytes = seg.size() * sizeof(seg[0]);
+    const size_t values_at = (seg_bytes + 7) / 8 * 8;
+    const size_t idx_bytes =
+        static_cast<size_t>(segs * per_seg) * sizeof(int32_t);
+    const size_t workspace_at = (idx_bytes + 255) / 256 * 256;
+    SP_CHECK(ctx.stager
+                 ->Run(
+                     {values_at + values.size() * sizeof(T), 0,
+                      workspace_at + plan->workspace_bytes},
+                     [&](char* in) {
+                       std::memcpy(in, seg.data(), seg_bytes);
+                       std::memcpy(in + values_at, values.data(),
+                                   values.size() * sizeof(T));
+                     },
+                     [&](const DeviceRegions& d,
+                         cudaStream_t stream) -> absl::Status {
+                       const char* in = static_cast<const char*>(d.in);
+                       char* scratch = static_cast<char*>(d.scratch);
+                       int32_t* idx = reinterpret_cast<int32_t*>(scratch);
+                       kernels::cuda::CategoricalBatch<T> batch;
+                       batch.plan = *plan;
+                       batch.segments = reinterpret_cast<
+                           const kernels::cuda::CategoricalSegment*>(in);
+                       batch.values =
+                           reinterpret_cast<const T*>(in + values_at);
+                       batch.out = idx;
+                       batch.workspace = plan->workspace_bytes > 0
+                                             ? scratch + workspace_at
+                                             : nullptr;
+                       batch.workspace_bytes = plan->workspace_bytes;
+                       SAMPLER_RETURN_IF_ERROR(
+                           kernels::cuda::LaunchCategorical(batch, stream));
+                       LaunchHistogram(
+                           idx, segs * per_seg, k,
+                           static_cast<unsigned long long*>(counts.regions.out),
+                           stream);
+                       SAMPLER_CUDA_RETURN_IF_ERROR(cudaPeekAtLastError());
+                       return absl::OkStatus();
+                     },
+                     [](const char*) {})
+                 .status());
   }
-  std::vector<unsigned long long> host(k + 1);
-  SP_CUDA(cudaMemcpy(host.data(), counts, host.size() * sizeof(host[0]),
-                     cudaMemcpyDeviceToHost));
+  const std::vector<unsigned long long> host = Download(ctx, counts);
 
   // Exact shares (long double: the weights are exact, the sum's error is
   // ~1e-19 relative times log K).
@@ -526,14 +587,9 @@ void RunDirichlet(Ctx& ctx, const std::string& name,
     params[4 * i + 3] = lg[i].sd;
   }
   const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{1} << 26) / k);
-  double* dev_params = static_cast<double*>(ctx.work.Get(params.size() * 8));
-  SP_CUDA(cudaMemcpy(dev_params, params.data(), params.size() * 8,
-                     cudaMemcpyHostToDevice));
   const size_t part_len = static_cast<size_t>(kRowChunks) * k * 4;
-  double* partials = static_cast<double*>(ctx.partials.Get(part_len * 8));
   std::vector<double> host_part(part_len);
   std::vector<long double> sums(4 * k, 0);
-  T* out = static_cast<T*>(ctx.out.Get(chunk_rows * k * sizeof(T)));
   std::vector<T> a_rep;
   std::vector<int64_t> offsets;
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
@@ -551,19 +607,16 @@ void RunDirichlet(Ctx& ctx, const std::string& name,
     SP_CHECK(b.AddRows(a_rep, offsets, /*log_output=*/true, seed,
                        static_cast<uint64_t>(r0 * k))
                  .status());
-    std::vector<char> arena;
-    uint32_t* status = nullptr;
-    SP_CHECK(kernels::cuda::LaunchDirichlet<T>(
-        StageBatch(ctx, b, out, &arena, &status), ctx.stream));
-    LaunchComponentSums<T>(out, len, k, dev_params, partials, ctx.stream);
-    SP_CUDA(cudaPeekAtLastError());
-    uint32_t word = 0;
-    SP_CUDA(
-        cudaMemcpyAsync(&word, status, 4, cudaMemcpyDeviceToHost, ctx.stream));
-    SP_CUDA(cudaMemcpyAsync(host_part.data(), partials, part_len * 8,
-                            cudaMemcpyDeviceToHost, ctx.stream));
-    SP_CUDA(cudaStreamSynchronize(ctx.stream));
-    const absl::Status s = kernels::cuda::SegmentStatus(word, 0);
+    const absl::Status s = RunReducedChunk<T>(
+        ctx, b, len * k, params,
+        [](const kernels::cuda::DirichletBatch<T>& view, cudaStream_t stream) {
+          return kernels::cuda::LaunchDirichlet<T>(view, stream);
+        },
+        [&](const T* y, const double* dev_params, double* partials,
+            cudaStream_t stream) {
+          LaunchComponentSums<T>(y, len, k, dev_params, partials, stream);
+        },
+        &host_part);
     if (!s.ok()) r.error = s.ToString();
     for (int c = 0; c < kRowChunks; ++c)
       for (int i = 0; i < 4 * k; ++i) sums[i] += host_part[c * 4 * k + i];
@@ -640,35 +693,41 @@ void RunBoards(Ctx& ctx, const kernels::BoardSpec& spec, int64_t n_sites,
   const int pairs = spec.rows * (spec.cols - 1) + (spec.rows - 1) * spec.cols;
   const size_t n_marg = static_cast<size_t>(sites) * colours;
   const size_t n_pairs = static_cast<size_t>(pairs) * colours * colours;
-  unsigned long long* counters = static_cast<unsigned long long*>(
-      ctx.partials.Get((n_marg + n_pairs + 1) * 8));
-  SP_CUDA(cudaMemset(counters, 0, (n_marg + n_pairs + 1) * 8));
+  const StagedBatch counters = Counters(ctx, (n_marg + n_pairs + 1) * 8);
+  auto* const dev_counters =
+      static_cast<unsigned long long*>(counters.regions.out);
   const int64_t per_position = static_cast<int64_t>(words) * colours;
   const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 27) / per_position);
-  uint64_t* out = static_cast<uint64_t*>(ctx.out.Get(chunk * per_position * 8));
   for (int64_t first = 0; first < n; first += chunk) {
     const int64_t len = std::min(chunk, n - first);
-    absl::StatusOr<kernels::cuda::BoardSegment> seg =
-        kernels::cuda::MakeBoardSegment(spec, seed, first, len, 0);
-    SP_CHECK(seg.status());
-    kernels::cuda::BoardSegment host = *seg;
-    SP_CHECK(
-        kernels::cuda::PrepareBoardSegments({&host, 1}, len * per_position));
-    void* dev_seg = ctx.arena.Get(sizeof(host));
-    SP_CUDA(cudaMemcpyAsync(dev_seg, &host, sizeof(host),
-                            cudaMemcpyHostToDevice, ctx.stream));
-    SP_CHECK(kernels::cuda::LaunchBoards(
-        {&host, 1}, static_cast<const kernels::cuda::BoardSegment*>(dev_seg),
-        out, len * per_position, ctx.stream));
-    LaunchBoardStats(out, len, spec.rows, spec.cols, colours, words, counters,
-                     counters + n_marg, counters + n_marg + n_pairs,
-                     ctx.stream);
-    SP_CUDA(cudaPeekAtLastError());
-    SP_CUDA(cudaStreamSynchronize(ctx.stream));
+    kernels::cuda::BoardsBatchBuilder b;
+    SP_CHECK(b.Add(spec, seed, first, len).status());
+    SP_CHECK(b.Finish());
+    // The boards stay on the device (reduced there): the builder's out
+    // region is scratch here, and nothing comes back.
+    StagingPlan plan = b.Staging();
+    plan.scratch_bytes = plan.out_bytes;
+    plan.out_bytes = 0;
+    SP_CHECK(ctx.stager
+                 ->Run(
+                     plan, [&](char* in) { b.PackInto(in); },
+                     [&](const DeviceRegions& d,
+                         cudaStream_t stream) -> absl::Status {
+                       const kernels::cuda::BoardsBatch batch =
+                           b.View({d.in, d.scratch, nullptr});
+                       SAMPLER_RETURN_IF_ERROR(
+                           kernels::cuda::LaunchBoards(batch, stream));
+                       LaunchBoardStats(
+                           batch.out, len, spec.rows, spec.cols, colours, words,
+                           dev_counters, dev_counters + n_marg,
+                           dev_counters + n_marg + n_pairs, stream);
+                       SAMPLER_CUDA_RETURN_IF_ERROR(cudaPeekAtLastError());
+                       return absl::OkStatus();
+                     },
+                     [](const char*) {})
+                 .status());
   }
-  std::vector<unsigned long long> host(n_marg + n_pairs + 1);
-  SP_CUDA(cudaMemcpy(host.data(), counters, host.size() * 8,
-                     cudaMemcpyDeviceToHost));
+  const std::vector<unsigned long long> host = Download(ctx, counters);
   const long double s_all = sites, nn = static_cast<long double>(n);
   std::vector<std::string> names;
   std::vector<long double> obs, probs;
@@ -826,8 +885,17 @@ int Main(int argc, char** argv) {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::printf("stat_power: %s, %s, %.3g samples per configuration\n", date,
               prop.name, samples);
+  // The device's default pool keeps what chunks free (a chunk's samples
+  // are gigabytes) instead of giving it back at every wait.
+  cudaMemPool_t pool = nullptr;
+  SP_CUDA(cudaDeviceGetDefaultMemPool(&pool, 0));
+  uint64_t keep = std::numeric_limits<uint64_t>::max();
+  SP_CUDA(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   Ctx ctx;
-  SP_CUDA(cudaStreamCreate(&ctx.stream));
+  absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create(pool);
+  SP_CHECK(stager.status());
+  ctx.stager = *std::move(stager);
   uint64_t seed = 0x57a7'0000;
 
   if (only.empty() || only == "gamma") {

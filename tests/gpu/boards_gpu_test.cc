@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,8 +23,9 @@
 #include "absl/types/span.h"
 #include "sampler/kernels/boards.h"
 #include "sampler/kernels/cuda/boards.h"
-#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/status_macros.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace sampler::kernels::cuda {
@@ -214,43 +216,40 @@ class BoardsGpuTest : public ::testing::Test {
     }
   }
 
-  // Poisons a device buffer of `words` words, launches the prepared batch
-  // and returns the buffer.
+  // Runs the prepared batch through the staging pipeline, its output region
+  // of `words` words poisoned before the launch, and returns that region.
   static absl::StatusOr<std::vector<uint64_t>> RunOnGpu(
       const std::vector<BoardSegment>& prepared, uint64_t words,
       const BoardLaunchOptions& options) {
-    absl::StatusOr<Stream> stream = Stream::Create();
-    if (!stream.ok()) return stream.status();
-    const size_t segment_bytes = prepared.size() * sizeof(BoardSegment);
-    const size_t out_bytes = words * sizeof(uint64_t);
-    absl::StatusOr<DeviceBuffer> device_segments =
-        DeviceBuffer::Create(segment_bytes, stream->get());
-    if (!device_segments.ok()) return device_segments.status();
-    absl::StatusOr<DeviceBuffer> device_out =
-        DeviceBuffer::Create(out_bytes, stream->get());
-    if (!device_out.ok()) return device_out.status();
+    SAMPLER_ASSIGN_OR_RETURN(const std::unique_ptr<Stager> stager,
+                             Stager::Create());
+    const StagingPlan plan{prepared.size() * sizeof(BoardSegment),
+                           words * sizeof(uint64_t), 0};
     std::vector<uint64_t> out(words);
-    if (segment_bytes > 0) {
-      SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-          device_segments->data(), prepared.data(), segment_bytes,
-          cudaMemcpyHostToDevice, stream->get()));
-    }
-    if (out_bytes > 0) {
-      SAMPLER_CUDA_RETURN_IF_ERROR(
-          cudaMemsetAsync(device_out->data(), 0xAB, out_bytes, stream->get()));
-    }
-    if (absl::Status status = LaunchBoards(
-            prepared, device_segments->as<BoardSegment>(),
-            device_out->as<uint64_t>(), words, stream->get(), options);
-        !status.ok()) {
-      return status;
-    }
-    if (out_bytes > 0) {
-      SAMPLER_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(out.data(), device_out->data(), out_bytes,
-                          cudaMemcpyDeviceToHost, stream->get()));
-    }
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream->get()));
+    SAMPLER_RETURN_IF_ERROR(
+        stager
+            ->Run(
+                plan,
+                [&](char* staged) {
+                  if (plan.in_bytes > 0) {
+                    std::memcpy(staged, prepared.data(), plan.in_bytes);
+                  }
+                },
+                [&](const DeviceRegions& device,
+                    cudaStream_t stream) -> absl::Status {
+                  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+                      device.out, 0xAB, plan.out_bytes, stream));
+                  return LaunchBoards(
+                      {prepared, static_cast<const BoardSegment*>(device.in),
+                       static_cast<uint64_t*>(device.out), words},
+                      stream, options);
+                },
+                [&](const char* staged) {
+                  if (plan.out_bytes > 0) {
+                    std::memcpy(out.data(), staged, plan.out_bytes);
+                  }
+                })
+            .status());
     return out;
   }
 
@@ -436,35 +435,37 @@ TEST_F(BoardsGpuTest, LargeBatchMatchesCpu) {
 
 TEST_F(BoardsGpuTest, BadLaunchesAreRefused) {
   SAMPLER_SKIP_WITHOUT_GPU();
-  absl::StatusOr<Stream> stream = Stream::Create();
-  ASSERT_TRUE(stream.ok()) << stream.status();
+  absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
+  ASSERT_TRUE(stager.ok()) << stager.status();
+  const cudaStream_t stream = (*stager)->stream.get();
   absl::StatusOr<BoardSegment> good =
       MakeBoardSegment({19, 19, {120, 120}}, 7, 0, 10, 0);
   ASSERT_TRUE(good.ok()) << good.status();
   const uint64_t words = BoardSegmentWords(*good);
   ASSERT_EQ(words, 10u * 2 * 6);
-  absl::StatusOr<DeviceBuffer> device_segments =
-      DeviceBuffer::Create(4 * sizeof(BoardSegment), stream->get());
-  ASSERT_TRUE(device_segments.ok());
-  absl::StatusOr<DeviceBuffer> device_out =
-      DeviceBuffer::Create(words * sizeof(uint64_t), stream->get());
-  ASSERT_TRUE(device_out.ok());
-  auto* dseg = device_segments->as<BoardSegment>();
-  auto* dout = device_out->as<uint64_t>();
 
   // No segments: nothing to do, whatever the pointers.
-  EXPECT_TRUE(LaunchBoards({}, nullptr, nullptr, 0, stream->get()).ok());
+  EXPECT_TRUE(LaunchBoards({{}, nullptr, nullptr, 0}, stream).ok());
   std::vector<BoardSegment> none;
   EXPECT_TRUE(PrepareBoardSegments(absl::MakeSpan(none), 0).ok());
 
+  // The good batch on the device (staged, not launched yet): its regions
+  // are the real device pointers of the refusals below.
   std::vector<BoardSegment> batch = {*good};
   ASSERT_TRUE(PrepareBoardSegments(absl::MakeSpan(batch), words).ok());
-  EXPECT_TRUE(HasCode(LaunchBoards(batch, nullptr, dout, words, stream->get()),
+  absl::StatusOr<StagedBatch> staged = (*stager)->Upload(
+      {sizeof(BoardSegment), words * sizeof(uint64_t), 0},
+      [&](char* in) { std::memcpy(in, batch.data(), sizeof(BoardSegment)); });
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  auto* dseg = static_cast<const BoardSegment*>(staged->regions.in);
+  auto* dout = static_cast<uint64_t*>(staged->regions.out);
+
+  EXPECT_TRUE(HasCode(LaunchBoards({batch, nullptr, dout, words}, stream),
                       absl::StatusCode::kInvalidArgument, "device_segments"));
-  EXPECT_TRUE(HasCode(LaunchBoards(batch, dseg, nullptr, words, stream->get()),
+  EXPECT_TRUE(HasCode(LaunchBoards({batch, dseg, nullptr, words}, stream),
                       absl::StatusCode::kInvalidArgument, "device_out"));
   // Too small an output buffer.
-  EXPECT_TRUE(HasCode(LaunchBoards(batch, dseg, dout, words - 1, stream->get()),
+  EXPECT_TRUE(HasCode(LaunchBoards({batch, dseg, dout, words - 1}, stream),
                       absl::StatusCode::kInvalidArgument,
                       "segments[0].out_offset"));
 
@@ -472,21 +473,21 @@ TEST_F(BoardsGpuTest, BadLaunchesAreRefused) {
   std::vector<BoardSegment> empty = {*good};
   empty[0].count = 0;
   ASSERT_TRUE(PrepareBoardSegments(absl::MakeSpan(empty), 0).ok());
-  EXPECT_TRUE(LaunchBoards(empty, dseg, nullptr, 0, stream->get()).ok());
+  EXPECT_TRUE(LaunchBoards({empty, dseg, nullptr, 0}, stream).ok());
 
   // Not prepared, or changed after preparing.
   std::vector<BoardSegment> raw = {*good};
-  EXPECT_TRUE(HasCode(LaunchBoards(raw, dseg, dout, words, stream->get()),
+  EXPECT_TRUE(HasCode(LaunchBoards({raw, dseg, dout, words}, stream),
                       absl::StatusCode::kFailedPrecondition, "not prepared"));
   std::vector<BoardSegment> shifted = batch;
   shifted[0].item_begin = 1;
-  EXPECT_TRUE(HasCode(LaunchBoards(shifted, dseg, dout, words, stream->get()),
+  EXPECT_TRUE(HasCode(LaunchBoards({shifted, dseg, dout, words}, stream),
                       absl::StatusCode::kFailedPrecondition, "not prepared"));
   std::vector<BoardSegment> grown = batch;
   grown[0].rows = 33;
   grown[0].cols = 33;
   grown[0].count = 1;
-  EXPECT_TRUE(HasCode(LaunchBoards(grown, dseg, dout, words, stream->get()),
+  EXPECT_TRUE(HasCode(LaunchBoards({grown, dseg, dout, words}, stream),
                       absl::StatusCode::kFailedPrecondition, "not prepared"));
 
   // Bad specs, counts, positions and kernel choices are refused by both
@@ -494,18 +495,18 @@ TEST_F(BoardsGpuTest, BadLaunchesAreRefused) {
   // (boards_cuda_host_test.cc) checks each of them without a GPU; here the
   // refusals above ran with real device pointers and a real stream.
 
-  // None of that reached the device: the stream is healthy and a good batch
-  // still runs.
+  // None of that reached the device: the stream is healthy and the good
+  // batch still runs.
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
-  ASSERT_EQ(cudaMemcpyAsync(dseg, batch.data(), sizeof(BoardSegment),
-                            cudaMemcpyHostToDevice, stream->get()),
-            cudaSuccess);
-  EXPECT_TRUE(LaunchBoards(batch, dseg, dout, words, stream->get()).ok());
+  EXPECT_TRUE(LaunchBoards({batch, dseg, dout, words}, stream).ok());
   std::vector<uint64_t> got(words);
-  ASSERT_EQ(cudaMemcpyAsync(got.data(), dout, words * sizeof(uint64_t),
-                            cudaMemcpyDeviceToHost, stream->get()),
-            cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
+  ASSERT_TRUE((*stager)
+                  ->Download(*staged,
+                             [&](const char* out) {
+                               std::memcpy(got.data(), out,
+                                           words * sizeof(uint64_t));
+                             })
+                  .ok());
   std::vector<uint64_t> want(words);
   ASSERT_TRUE(
       SampleBoardsCpu({19, 19, {120, 120}}, 7, 0, 10, absl::MakeSpan(want))

@@ -1,7 +1,7 @@
-// Host-side code of the CUDA categorical path (batch planning and argument
-// checks), which needs no device: these tests run, and can fail, on every
-// machine, CI included. Moved out of categorical_gpu_test.cc, whose binary
-// runs nothing without a GPU.
+// Host-side code of the CUDA categorical path (batch planning, the batch
+// builder and argument checks), which needs no device: these tests run,
+// and can fail, on every machine, CI included. Moved out of
+// categorical_gpu_test.cc, whose binary runs nothing without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -83,15 +83,78 @@ TEST(CategoricalCudaHostTest, EmptyBatchLaunchesNothing) {
       absl::MakeSpan(none), Precision::kFloat64, 0, 0);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->tasks, 0);
-  const double* values = nullptr;
-  EXPECT_TRUE(
-      LaunchCategorical(*plan, nullptr, values, nullptr, nullptr, 0, nullptr)
-          .ok());
-  const float* float_values = nullptr;
-  EXPECT_EQ(LaunchCategorical(*plan, nullptr, float_values, nullptr, nullptr, 0,
-                              nullptr)
-                .code(),
+  EXPECT_TRUE(LaunchCategorical(CategoricalBatch<double>{*plan}, nullptr).ok());
+  EXPECT_EQ(LaunchCategorical(CategoricalBatch<float>{*plan}, nullptr).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Addresses that stand for device memory: never dereferenced.
+template <typename P>
+P* Fake(uintptr_t at) {
+  return reinterpret_cast<P*>(at);
+}
+
+// The builder places requests end to end in the order of adding, plans them
+// (K < 64 first for the butterfly kernel, offsets kept) and lays them out
+// for the staging pipeline: segments then values (8-byte aligned) in, int32
+// outputs out, the workspace as scratch.
+TEST(CategoricalCudaHostTest, BuilderPlacesPlansAndStagesRequests) {
+  const std::vector<float> wide(2 * 100, 1.0f), narrow(3 * 5, 2.0f);
+  CategoricalBatchBuilder<float> b;
+  ASSERT_EQ(*b.Add(wide, {2, 100, 3}, WeightKind::kWeights, 7, 0), 0);
+  ASSERT_EQ(*b.Add(narrow, {3, 5, 1}, WeightKind::kLogits, 8, 40), 1);
+  EXPECT_EQ(
+      b.Add(narrow, {2, 5, 1}, WeightKind::kWeights, 9, 0).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.values_size(), 215u);
+  EXPECT_EQ(b.out_size(), 9u);
+  EXPECT_EQ(b.out_offset(0), 0u);
+  EXPECT_EQ(b.out_offset(1), 6u);
+  ASSERT_TRUE(b.Finish().ok());
+  EXPECT_EQ(
+      b.Add(narrow, {3, 5, 1}, WeightKind::kWeights, 9, 0).status().code(),
+      absl::StatusCode::kFailedPrecondition);
+  ASSERT_EQ(b.segments().size(), 2u);
+  EXPECT_EQ(b.segments()[0].seed, 8u);  // K < 64 first
+  EXPECT_EQ(b.segments()[0].values_offset, 200u);
+  EXPECT_EQ(b.segments()[0].out_offset, 6u);
+  EXPECT_EQ(b.plan().precision, Precision::kFloat32);
+  EXPECT_EQ(b.plan().num_segments, 2);
+
+  const size_t values_at = (2 * sizeof(CategoricalSegment) + 7) / 8 * 8;
+  const StagingPlan plan = b.Staging();
+  EXPECT_EQ(plan.in_bytes, values_at + 215 * sizeof(float));
+  EXPECT_EQ(plan.out_bytes, 9 * sizeof(int32_t));
+  EXPECT_EQ(plan.scratch_bytes, b.plan().workspace_bytes);
+  std::vector<char> staged(plan.in_bytes);
+  b.PackInto(staged.data());
+  EXPECT_EQ(std::memcmp(staged.data(), b.segments().data(),
+                        2 * sizeof(CategoricalSegment)),
+            0);
+  const float* values = reinterpret_cast<const float*>(&staged[values_at]);
+  EXPECT_EQ(values[0], 1.0f);
+  EXPECT_EQ(values[199], 1.0f);
+  EXPECT_EQ(values[200], 2.0f);
+  EXPECT_EQ(values[214], 2.0f);
+
+  const DeviceRegions regions{Fake<void>(0x1000), Fake<void>(0x2000),
+                              Fake<void>(0x3000)};
+  const CategoricalBatch<float> view = b.View(regions);
+  EXPECT_EQ(view.segments, Fake<const CategoricalSegment>(0x1000));
+  EXPECT_EQ(view.values, Fake<const float>(0x1000 + values_at));
+  EXPECT_EQ(view.out, Fake<int32_t>(0x2000));
+  EXPECT_EQ(view.workspace, Fake<void>(0x3000));
+  EXPECT_EQ(view.workspace_bytes, b.plan().workspace_bytes);
+  EXPECT_EQ(view.plan.tasks, b.plan().tasks);
+
+  // A bad shape is named by Finish, by its index in the order of adding.
+  CategoricalBatchBuilder<double> bad;
+  const std::vector<double> none;
+  ASSERT_TRUE(bad.Add(none, {0, 5, 1}, WeightKind::kWeights, 1, 0).ok());
+  const absl::Status finished = bad.Finish();
+  EXPECT_EQ(finished.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(finished.message().find("segments[0].rows"), std::string::npos)
+      << finished;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -20,12 +21,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/common.h"
 #include "sampler/kernels/cuda/categorical.h"
-#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/staging.h"
+#include "sampler/kernels/cuda/status.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace sampler::kernels::cuda {
@@ -173,58 +176,48 @@ struct Batch {
   }
 };
 
-// Runs `batch` through `kernel` on the GPU and returns the whole output.
+// Runs `batch` through `kernel` on the GPU (the staging pipeline, with the
+// requests added in order, so that their offsets are the batch's) and
+// returns the whole output.
 template <typename T>
 std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel) {
-  std::vector<CategoricalSegment> segments;
-  for (const Request& r : batch.requests) segments.push_back(r.segment);
-  const Precision precision =
-      std::is_same_v<T, double> ? Precision::kFloat64 : Precision::kFloat32;
-  absl::StatusOr<CategoricalPlan> plan =
-      PrepareCategoricalSegments(absl::MakeSpan(segments), precision,
-                                 batch.values.size(), batch.out_size, kernel);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  if (!plan.ok()) return {};
-
-  absl::StatusOr<Stream> stream = Stream::Create();
-  EXPECT_TRUE(stream.ok()) << stream.status();
-  if (!stream.ok()) return {};
-  cudaStream_t st = stream->get();
-  auto values = DeviceBuffer::Create(batch.values.size() * sizeof(T), st);
-  auto out = DeviceBuffer::Create(batch.out_size * sizeof(int32_t), st);
-  auto segs =
-      DeviceBuffer::Create(segments.size() * sizeof(CategoricalSegment), st);
-  auto workspace = DeviceBuffer::Create(plan->workspace_bytes, st);
-  EXPECT_TRUE(values.ok() && out.ok() && segs.ok() && workspace.ok());
-  if (!values.ok() || !out.ok() || !segs.ok() || !workspace.ok()) return {};
-  EXPECT_EQ(cudaMemcpyAsync(values->data(), batch.values.data(),
-                            batch.values.size() * sizeof(T),
-                            cudaMemcpyHostToDevice, st),
-            cudaSuccess);
-  EXPECT_EQ(cudaMemcpyAsync(segs->data(), segments.data(),
-                            segments.size() * sizeof(CategoricalSegment),
-                            cudaMemcpyHostToDevice, st),
-            cudaSuccess);
-  // Poison: every output must be written.
-  EXPECT_EQ(
-      cudaMemsetAsync(out->data(), 0xab, batch.out_size * sizeof(int32_t), st),
-      cudaSuccess);
-  if (plan->workspace_bytes > 0) {
-    EXPECT_EQ(
-        cudaMemsetAsync(workspace->data(), 0xff, plan->workspace_bytes, st),
-        cudaSuccess);
+  CategoricalBatchBuilder<T> builder(kernel);
+  for (const Request& r : batch.requests) {
+    const CategoricalSegment& s = r.segment;
+    const absl::Span<const T> values =
+        absl::MakeConstSpan(batch.values)
+            .subspan(s.values_offset,
+                     static_cast<size_t>(s.rows * s.categories));
+    const absl::StatusOr<int> added = builder.Add(
+        values, {s.rows, s.categories, s.draws}, s.kind, s.seed, s.first_row);
+    EXPECT_TRUE(added.ok()) << added.status();
+    if (!added.ok()) return {};
+    EXPECT_EQ(builder.out_offset(*added), s.out_offset);
   }
-  const absl::Status launched = LaunchCategorical(
-      *plan, static_cast<const CategoricalSegment*>(segs->data()),
-      static_cast<const T*>(values->data()), static_cast<int32_t*>(out->data()),
-      workspace->data(), workspace->size(), st);
-  EXPECT_TRUE(launched.ok()) << launched;
+  const absl::Status finished = builder.Finish();
+  EXPECT_TRUE(finished.ok()) << finished;
+  if (!finished.ok()) return {};
+
+  absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
+  EXPECT_TRUE(stager.ok()) << stager.status();
+  if (!stager.ok()) return {};
+  const StagingPlan plan = builder.Staging();
   std::vector<int32_t> host(batch.out_size, kPoison);
-  EXPECT_EQ(cudaMemcpyAsync(host.data(), out->data(),
-                            batch.out_size * sizeof(int32_t),
-                            cudaMemcpyDeviceToHost, st),
-            cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+  const absl::StatusOr<double> ran = (*stager)->Run(
+      plan, [&](char* staged) { builder.PackInto(staged); },
+      [&](const DeviceRegions& device, cudaStream_t st) -> absl::Status {
+        // Poison: every output must be written.
+        SAMPLER_CUDA_RETURN_IF_ERROR(
+            cudaMemsetAsync(device.out, 0xab, plan.out_bytes, st));
+        SAMPLER_CUDA_RETURN_IF_ERROR(
+            cudaMemsetAsync(device.scratch, 0xff, plan.scratch_bytes, st));
+        return LaunchCategorical(builder.View(device), st);
+      },
+      [&](const char* staged) {
+        const int32_t* out = builder.Outputs(staged);
+        std::copy(out, out + batch.out_size, host.begin());
+      });
+  EXPECT_TRUE(ran.ok()) << ran.status();
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   return host;
 }

@@ -4,6 +4,7 @@
 // enumerate_gpu_test.cc, whose binary runs nothing without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -39,6 +40,28 @@ TYPED_TEST(EnumerateCudaHostTest, BuilderContract) {
   EXPECT_GT(b.ScratchBytes(), 0u);  // three terms: a partial sum
   const EnumerateBatch<T> view = b.View(nullptr, nullptr, nullptr, nullptr, 0);
   EXPECT_EQ(LaunchEnumerate(view, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // The staging pipeline's layout: the arena in; the outputs, then one
+  // status word per problem (8-byte aligned) out; the scratch as scratch.
+  const StagingPlan plan = b.Staging();
+  EXPECT_EQ(plan.in_bytes, b.ArenaBytes());
+  const size_t status_at = (b.total_out() * sizeof(T) + 7) / 8 * 8;
+  EXPECT_EQ(plan.out_bytes, status_at + b.problems().size() * sizeof(uint32_t));
+  EXPECT_EQ(plan.scratch_bytes, b.ScratchBytes());
+  char* const fake = reinterpret_cast<char*>(uintptr_t{0x10000});
+  const EnumerateBatch<T> staged =
+      b.View(DeviceRegions{fake, fake + 0x1000, fake + 0x2000});
+  EXPECT_EQ(staged.arena, fake);
+  EXPECT_EQ(reinterpret_cast<char*>(staged.out), fake + 0x1000);
+  EXPECT_EQ(reinterpret_cast<char*>(staged.status), fake + 0x1000 + status_at);
+  EXPECT_EQ(staged.scratch, fake + 0x2000);
+  EXPECT_EQ(staged.scratch_bytes, b.ScratchBytes());
+  EXPECT_EQ(staged.num_problems, 1);
+  // Without scratch the launch is refused before the device.
+  EXPECT_EQ(LaunchEnumerate(b.View(DeviceRegions{fake, fake + 0x1000, nullptr}),
+                            nullptr)
+                .code(),
             absl::StatusCode::kInvalidArgument);
 }
 

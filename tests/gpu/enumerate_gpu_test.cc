@@ -35,9 +35,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/cuda/enumerate.h"
-#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/enumerate.h"
+#include "sampler/kernels/status_macros.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace sampler::kernels::cuda {
@@ -261,55 +262,42 @@ absl::StatusOr<GpuResult<T>> RunOnGpu(const std::vector<Problem<T>>& batch,
     if (!added.ok()) return added.status();
   }
   if (absl::Status s = b.Finish(); !s.ok()) return s;
-  absl::StatusOr<Stream> stream = Stream::Create();
-  if (!stream.ok()) return stream.status();
-  std::vector<unsigned char> host_arena(b.ArenaBytes());
-  b.PackInto(host_arena.data());
+  SAMPLER_ASSIGN_OR_RETURN(const std::unique_ptr<Stager> stager,
+                           Stager::Create());
+  // The builder's out layout with kGuard elements past the outputs (before
+  // the status words), uploaded once and launched `repeats` times.
   const size_t out_count = static_cast<size_t>(b.total_out()) + kGuard;
-  absl::StatusOr<DeviceBuffer> arena =
-      DeviceBuffer::Create(host_arena.size(), stream->get());
-  absl::StatusOr<DeviceBuffer> out =
-      DeviceBuffer::Create(out_count * sizeof(T), stream->get());
-  absl::StatusOr<DeviceBuffer> status =
-      DeviceBuffer::Create(batch.size() * sizeof(uint32_t), stream->get());
-  absl::StatusOr<DeviceBuffer> scratch =
-      DeviceBuffer::Create(b.ScratchBytes(), stream->get());
-  for (auto* buf : {&arena, &out, &status, &scratch}) {
-    if (!buf->ok()) return buf->status();
-  }
-  SAMPLER_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(arena->data(), host_arena.data(), host_arena.size(),
-                      cudaMemcpyHostToDevice, stream->get()));
-  const EnumerateBatch<T> view = b.View(arena->data(), out->template as<T>(),
-                                        status->template as<uint32_t>(),
-                                        scratch->data(), b.ScratchBytes());
+  const ValuesAndStatusWords<T> layout{static_cast<int64_t>(out_count),
+                                       batch.size()};
+  const StagingPlan plan{b.ArenaBytes(), layout.bytes(), b.ScratchBytes()};
+  SAMPLER_ASSIGN_OR_RETURN(
+      const StagedBatch staged,
+      stager->Upload(plan, [&](char* in) { b.PackInto(in); }));
+  const DeviceRegions& device = staged.regions;
+  const EnumerateBatch<T> view =
+      b.View(device.in, layout.Values(device.out),
+             layout.StatusWords(device.out), device.scratch, b.ScratchBytes());
+  const cudaStream_t stream = stager->stream.get();
   if (fft != nullptr) {
     if (absl::Status s = fft->Prepare(view); !s.ok()) return s;
   }
   GpuResult<T> r;
   r.launches = b.DescribeLaunches();
   for (int rep = 0; rep < repeats; ++rep) {
-    // Poison: NaN bytes everywhere, also in scratch.
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
-        out->data(), 0xFF, out_count * sizeof(T), stream->get()));
-    if (b.ScratchBytes() > 0) {
-      SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
-          scratch->data(), 0xFF, b.ScratchBytes(), stream->get()));
-    }
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
-        status->data(), 0xFF, batch.size() * sizeof(uint32_t), stream->get()));
-    if (absl::Status s = LaunchEnumerate(view, stream->get(), fft); !s.ok()) {
-      return s;
-    }
-    std::vector<T> raw(out_count);
+    // Poison: NaN bytes everywhere (outputs, guards, status words), also in
+    // scratch.
     SAMPLER_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(raw.data(), out->data(), out_count * sizeof(T),
-                        cudaMemcpyDeviceToHost, stream->get()));
+        cudaMemsetAsync(device.out, 0xFF, plan.out_bytes, stream));
+    SAMPLER_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(device.scratch, 0xFF, plan.scratch_bytes, stream));
+    SAMPLER_RETURN_IF_ERROR(LaunchEnumerate(view, stream, fft));
+    std::vector<T> raw(out_count);
     r.status.assign(batch.size(), 0);
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-        r.status.data(), status->data(), batch.size() * sizeof(uint32_t),
-        cudaMemcpyDeviceToHost, stream->get()));
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream->get()));
+    SAMPLER_RETURN_IF_ERROR(stager->Download(staged, [&](const char* out) {
+      std::memcpy(raw.data(), layout.Values(out), out_count * sizeof(T));
+      std::memcpy(r.status.data(), layout.StatusWords(out),
+                  batch.size() * sizeof(uint32_t));
+    }));
     if (rep > 0 &&
         std::memcmp(raw.data(), r.raw.data(), out_count * sizeof(T)) != 0) {
       return absl::InternalError(

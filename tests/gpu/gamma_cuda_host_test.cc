@@ -69,6 +69,32 @@ TEST(GammaCudaHostTest, LaysOutSegmentsEndToEnd) {
   EXPECT_EQ(v.groups[1].shape, 3.0);
   EXPECT_EQ(v.shape[3], 0.25);
   EXPECT_EQ(v.scale[1], 0.25);
+
+  // The staging pipeline's layout: the arena in; the outputs, then one
+  // status word per segment (8-byte aligned) out; no scratch.
+  const StagingPlan plan = b.Staging();
+  EXPECT_EQ(plan.in_bytes, b.ArenaBytes());
+  EXPECT_EQ(plan.out_bytes, 11 * sizeof(double) + 3 * sizeof(uint32_t));
+  EXPECT_EQ(plan.scratch_bytes, 0u);
+  std::vector<char> out(plan.out_bytes);
+  const GammaBatch<double> staged =
+      b.View(DeviceRegions{arena.data(), out.data(), nullptr});
+  EXPECT_EQ(staged.segments, v.segments);
+  EXPECT_EQ(staged.groups, v.groups);
+  EXPECT_EQ(reinterpret_cast<char*>(staged.out), out.data());
+  EXPECT_EQ(reinterpret_cast<char*>(staged.segment_status),
+            out.data() + 11 * sizeof(double));
+  EXPECT_EQ(b.OutLayout().StatusWords(static_cast<const void*>(out.data())),
+            staged.segment_status);
+
+  // Dirichlet: the same layout, rows of float outputs (status words at the
+  // next multiple of 8 bytes).
+  DirichletBatchBuilder<float> d;
+  const std::vector<float> alpha = {1.0f, 2.0f, 3.0f};
+  const std::vector<int64_t> offsets = {0, 3};
+  ASSERT_TRUE(d.AddRows(alpha, offsets, false, 1, 0).ok());
+  EXPECT_EQ(d.Staging().out_bytes, 16 + sizeof(uint32_t));
+  EXPECT_EQ(d.OutLayout().status_at(), 16u);
 }
 
 TEST(GammaCudaHostTest, SegmentStatusMapsToTheCpuCodes) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -23,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/cuda/gamma.h"
-#include "sampler/kernels/cuda/raii.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/detmath.h"
 #include "sampler/kernels/dirichlet.h"
@@ -78,75 +79,50 @@ constexpr Variant kVariants[] = {
     {"instrumented, tiny grid", true, true, 1},
 };
 
-// Copies the builder's arena to the device, launches with `variant`, and
-// returns the outputs and status words.
+// Runs the builder's batch through the staging pipeline with `variant` and
+// returns the outputs and status words. The instrumented variant's counters
+// follow the builder's out region (8-byte aligned) and come back with it.
 template <typename T, typename Builder, typename Launch>
-void RunOnDevice(const Builder& builder, int64_t total, int num_segments,
-                 const Variant& variant, Launch launch, std::vector<T>* out,
-                 std::vector<uint32_t>* status) {
-  absl::StatusOr<Stream> stream = Stream::Create();
-  ASSERT_TRUE(stream.ok()) << stream.status();
-  const cudaStream_t s = stream->get();
-  std::vector<char> host(builder.ArenaBytes());
-  builder.PackInto(host.data());
-  absl::StatusOr<DeviceBuffer> arena = DeviceBuffer::Create(host.size(), s);
-  absl::StatusOr<DeviceBuffer> dout =
-      DeviceBuffer::Create(sizeof(T) * total, s);
-  absl::StatusOr<DeviceBuffer> dstatus =
-      DeviceBuffer::Create(sizeof(uint32_t) * num_segments, s);
-  absl::StatusOr<DeviceBuffer> dcounters =
-      DeviceBuffer::Create(sizeof(GammaCounters), s);
-  ASSERT_TRUE(arena.ok() && dout.ok() && dstatus.ok() && dcounters.ok());
-  if (!host.empty()) {
-    ASSERT_OK(ToStatus(cudaMemcpyAsync(arena->data(), host.data(), host.size(),
-                                       cudaMemcpyHostToDevice, s),
-                       "H2D", __FILE__, __LINE__));
-  }
-  // Poison: all-ones bytes are a NaN no backend produces.
-  if (total > 0) {
-    ASSERT_OK(
-        ToStatus(cudaMemsetAsync(dout->data(), 0xff, sizeof(T) * total, s),
-                 "memset", __FILE__, __LINE__));
-  }
-  if (num_segments > 0) {
-    ASSERT_OK(ToStatus(cudaMemsetAsync(dstatus->data(), 0xff,
-                                       sizeof(uint32_t) * num_segments, s),
-                       "memset", __FILE__, __LINE__));
-  }
-  ASSERT_OK(
-      ToStatus(cudaMemsetAsync(dcounters->data(), 0, sizeof(GammaCounters), s),
-               "memset", __FILE__, __LINE__));
-  GammaLaunchOptions options;
-  options.pre_cache = variant.pre_cache;
-  options.max_blocks = variant.max_blocks;
-  options.counters =
-      variant.count ? dcounters->template as<GammaCounters>() : nullptr;
-  ASSERT_OK(launch(builder.View(arena->data(), dout->template as<T>(),
-                                dstatus->template as<uint32_t>()),
-                   s, options));
-  out->assign(total, T(0));
-  status->assign(num_segments, 0);
+void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
+                 std::vector<T>* out, std::vector<uint32_t>* status) {
+  absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
+  ASSERT_TRUE(stager.ok()) << stager.status();
+  StagingPlan plan = builder.Staging();
+  const size_t counters_at = (plan.out_bytes + 7) / 8 * 8;
+  plan.out_bytes = counters_at + sizeof(GammaCounters);
+  const ValuesAndStatusWords<T> layout = builder.OutLayout();
   GammaCounters counters{};
-  if (total > 0) {
-    ASSERT_OK(
-        ToStatus(cudaMemcpyAsync(out->data(), dout->data(), sizeof(T) * total,
-                                 cudaMemcpyDeviceToHost, s),
-                 "D2H", __FILE__, __LINE__));
-  }
-  if (num_segments > 0) {
-    ASSERT_OK(ToStatus(cudaMemcpyAsync(status->data(), dstatus->data(),
-                                       sizeof(uint32_t) * num_segments,
-                                       cudaMemcpyDeviceToHost, s),
-                       "D2H", __FILE__, __LINE__));
-  }
-  ASSERT_OK(
-      ToStatus(cudaMemcpyAsync(&counters, dcounters->data(), sizeof(counters),
-                               cudaMemcpyDeviceToHost, s),
-               "D2H", __FILE__, __LINE__));
-  ASSERT_OK(ToStatus(cudaStreamSynchronize(s), "sync", __FILE__, __LINE__));
+  const absl::StatusOr<double> ran = (*stager)->Run(
+      plan, [&](char* staged) { builder.PackInto(staged); },
+      [&](const DeviceRegions& device, cudaStream_t s) -> absl::Status {
+        char* region = static_cast<char*>(device.out);
+        // Poison outputs and status words: all-ones bytes are a NaN no
+        // backend produces.
+        SAMPLER_CUDA_RETURN_IF_ERROR(
+            cudaMemsetAsync(region, 0xff, counters_at, s));
+        SAMPLER_CUDA_RETURN_IF_ERROR(
+            cudaMemsetAsync(region + counters_at, 0, sizeof(GammaCounters), s));
+        GammaLaunchOptions options;
+        options.pre_cache = variant.pre_cache;
+        options.max_blocks = variant.max_blocks;
+        options.counters =
+            variant.count
+                ? reinterpret_cast<GammaCounters*>(region + counters_at)
+                : nullptr;
+        return launch(builder.View(device), s, options);
+      },
+      [&](const char* staged) {
+        const T* values = layout.Values(staged);
+        out->assign(values, values + layout.values);
+        const uint32_t* words = layout.StatusWords(staged);
+        status->assign(words, words + layout.words);
+        std::memcpy(&counters, staged + counters_at, sizeof(counters));
+      });
+  ASSERT_OK(ran.status());
   if (variant.count) {
     // Every output is written once, and every attempt belongs to one.
-    EXPECT_EQ(counters.lane_items, static_cast<unsigned long long>(total));
+    EXPECT_EQ(counters.lane_items,
+              static_cast<unsigned long long>(layout.values));
     EXPECT_GE(counters.lane_attempts, counters.lane_items);
     EXPECT_LE(counters.lane_attempts, 32ull * counters.warp_iterations);
   }
@@ -226,8 +202,7 @@ void CheckGammaBatch(const GammaBatchBuilder<T>& builder,
     std::vector<T> out;
     std::vector<uint32_t> status;
     RunOnDevice<T>(
-        builder, builder.total(), static_cast<int>(builder.segments().size()),
-        variant,
+        builder, variant,
         [](const GammaBatch<T>& b, cudaStream_t s,
            const GammaLaunchOptions& o) { return LaunchGamma<T>(b, s, o); },
         &out, &status);
@@ -382,8 +357,7 @@ void CheckDirichletBatch(const DirichletBatchBuilder<T>& builder,
     std::vector<T> out;
     std::vector<uint32_t> status;
     RunOnDevice<T>(
-        builder, builder.total(), static_cast<int>(builder.segments().size()),
-        variant,
+        builder, variant,
         [](const DirichletBatch<T>& b, cudaStream_t s,
            const GammaLaunchOptions& o) { return LaunchDirichlet<T>(b, s, o); },
         &out, &status);

@@ -3,16 +3,24 @@
 // SampleBoardsCpu (docs/randomness.md, section "Boards").
 //
 // One call covers a whole segmented batch: every segment is one request with
-// its own spec, seed, first position, count and output offset. The host side
-// works in two steps so that the launcher never allocates and never copies:
+// its own spec, seed, first position, count and output offset. A host-side
+// builder plans the batch, so that the launcher never allocates and never
+// copies:
 //
-//   1. PrepareBoardSegments(host_segments, out_words) validates the segments,
-//      picks a kernel variant for each, orders them by variant and numbers
-//      their positions (item_begin);
-//   2. the caller copies the prepared array as is to device memory (the
-//      struct has one layout on host and device) and calls
-//      LaunchBoards(host_segments, device_segments, out, ...), which
-//      queues one kernel per variant present on the caller's stream.
+//   BoardsBatchBuilder b;
+//   b.Add(spec, seed, first_position, count);            // per request
+//   b.Finish();        // PrepareBoardSegments: variants, order, item_begin
+//   stager.Run(b.Staging(), [&](char* in) { b.PackInto(in); },
+//              [&](const DeviceRegions& d, cudaStream_t s) {
+//                return LaunchBoards(b.View(d), s);
+//              },
+//              [&](const char* out) { ... b.Outputs(out) + b.out_offset(k) });
+//
+// (staging.h). PrepareBoardSegments validates the segments, picks a kernel
+// variant for each, orders them by variant and numbers their positions
+// (item_begin); the prepared array travels as it is to the device (the
+// struct has one layout on host and device), and LaunchBoards queues one
+// kernel per variant present on the caller's stream.
 #ifndef SAMPLER_KERNELS_CUDA_BOARDS_H_
 #define SAMPLER_KERNELS_CUDA_BOARDS_H_
 
@@ -21,11 +29,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/boards.h"
+#include "sampler/kernels/cuda/staging.h"
 
 namespace sampler::kernels::cuda {
 
@@ -138,23 +148,70 @@ struct BoardLaunchOptions {
   BoardLoop loop = BoardLoop::kAuto;
 };
 
+// A prepared batch in device memory, as BoardsBatchBuilder::View gives it.
+struct BoardsBatch {
+  // The host copy returned by PrepareBoardSegments (the launcher splits the
+  // launches by variant from it) ...
+  absl::Span<const BoardSegment> segments;
+  // ... and a byte-for-byte copy of it in device memory that stays
+  // unchanged until the kernels finish.
+  const BoardSegment* device_segments = nullptr;
+  uint64_t* out = nullptr;  // out_words words
+  size_t out_words = 0;
+};
+
 // Queues the kernels for a prepared batch on `stream`: one launch per run of
 // consecutive segments with one variant (so one per variant present after
 // PrepareBoardSegments). Returns once they are queued; the output is ready
 // when the stream reaches that point.
 //
-// `segments` is the host copy returned by PrepareBoardSegments and
-// `device_segments` points to a byte-for-byte copy of it in device memory
-// that stays unchanged until the kernels finish; `device_out` holds
-// `out_words` words. The host copy is validated again (cheap next to the
-// kernels): InvalidArgument for a bad segment or a null pointer with work to
-// do, FailedPrecondition for an array that PrepareBoardSegments did not
+// The host copy is validated again (cheap next to the kernels):
+// InvalidArgument for a bad segment or a null pointer with work to do,
+// FailedPrecondition for an array that PrepareBoardSegments did not
 // prepare. An empty batch, or one of no positions, queues nothing.
-absl::Status LaunchBoards(absl::Span<const BoardSegment> segments,
-                          const BoardSegment* device_segments,
-                          uint64_t* device_out, size_t out_words,
-                          cudaStream_t stream,
+absl::Status LaunchBoards(const BoardsBatch& batch, cudaStream_t stream,
                           const BoardLaunchOptions& options = {});
+
+// Collects the requests of one batch (host memory), plans it
+// (PrepareBoardSegments) and lays it out for the staging pipeline: the
+// segments go in, the 64-bit output words come out.
+class BoardsBatchBuilder {
+ public:
+  // A request: positions first_position .. first_position + count - 1 of
+  // the board `spec` under `seed`, its output after those added before.
+  // Returns its index in the order of adding; MakeBoardSegment's
+  // InvalidArgument for a bad spec.
+  absl::StatusOr<int> Add(const BoardSpec& spec, uint64_t seed,
+                          uint64_t first_position, int64_t count);
+
+  // Plans the batch: PrepareBoardSegments with `kernel`, or
+  // PrepareBoardSegmentsWithVariant (tests, benchmarks). Add() is refused
+  // afterwards.
+  absl::Status Finish(BoardKernel kernel = BoardKernel::kAuto);
+  absl::Status FinishWithVariant(int32_t variant);
+
+  // The segments, in launch order after Finish().
+  const std::vector<BoardSegment>& segments() const { return segments_; }
+  uint64_t out_words() const { return out_words_; }
+  // The first output word of request `index` (in the order of adding).
+  uint64_t out_offset(int index) const { return out_offsets_[index]; }
+
+  StagingPlan Staging() const;
+  void PackInto(void* staged_in) const;
+  BoardsBatch View(const DeviceRegions& device) const;
+  // The outputs in a downloaded (or device) out region.
+  const uint64_t* Outputs(const void* out_region) const {
+    return static_cast<const uint64_t*>(out_region);
+  }
+
+ private:
+  absl::Status Finished(absl::Status prepared);
+
+  bool finished_ = false;
+  std::vector<BoardSegment> segments_;
+  std::vector<uint64_t> out_offsets_;  // in the order of adding
+  uint64_t out_words_ = 0;
+};
 
 }  // namespace sampler::kernels::cuda
 

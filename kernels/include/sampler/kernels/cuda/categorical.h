@@ -5,17 +5,22 @@
 //
 // One launch covers a whole segmented batch of one precision: every segment
 // is one request (or a chunk of one) with its own K, D, seed, first row,
-// weights or logits and output offset. As for the other kinds, the host side
-// works in two steps so that the launcher never allocates and never copies:
+// weights or logits and output offset. As for the other kinds, a host-side
+// builder plans the batch and the launcher never allocates and never copies:
 //
-//   1. PrepareCategoricalSegments(segments, ...) validates the segment
-//      shapes, numbers their tasks (task_begin) and places their scratch in
-//      one workspace (workspace_offset), returning a CategoricalPlan;
-//   2. the caller copies the prepared array as is to device memory (the
-//      struct has one layout on host and device), allocates
-//      plan.workspace_bytes of device memory if that is not zero, and calls
-//      LaunchCategorical(plan, device_segments, values, out, ...),
-//      which queues one kernel on the caller's stream.
+//   CategoricalBatchBuilder<float> b(CategoricalKernel::kButterfly);
+//   b.Add(values, shape, kind, seed, first_row);         // per request
+//   b.Finish();        // PrepareCategoricalSegments: order, tasks, workspace
+//   stager.Run(b.Staging(), [&](char* in) { b.PackInto(in); },
+//              [&](const DeviceRegions& d, cudaStream_t s) {
+//                return LaunchCategorical(b.View(d), s);
+//              },
+//              [&](const char* out) { ... b.Outputs(out) + b.out_offset(k) });
+//
+// (staging.h). PrepareCategoricalSegments, which Finish calls, validates the
+// segment shapes, numbers their tasks (task_begin) and places their scratch
+// in one workspace (workspace_offset); the segments travel as they are to
+// the device (the struct has one layout on host and device).
 //
 // The values themselves are not checked on the device: the caller validates
 // them first (ValidateCategorical), as the server does for every request.
@@ -26,12 +31,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/staging.h"
 
 namespace sampler::kernels::cuda {
 
@@ -131,29 +138,95 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     uint64_t values_size, uint64_t out_size,
     CategoricalKernel kernel = CategoricalKernel::kButterfly);
 
+// A prepared batch of one precision in device memory, as
+// CategoricalBatchBuilder::View gives it.
+template <typename T>
+struct CategoricalBatch {
+  // What PrepareCategoricalSegments decided for `segments`.
+  CategoricalPlan plan;
+  // A byte-for-byte copy of the array that PrepareCategoricalSegments
+  // prepared with `plan`, unchanged until the kernel finishes.
+  const CategoricalSegment* segments = nullptr;
+  const T* values = nullptr;  // the batch's values
+  int32_t* out = nullptr;     // its int32 outputs
+  // At least plan.workspace_bytes of device memory aligned to 16 bytes (may
+  // be null when that is 0).
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
 // Queues the kernels for a prepared batch on `stream` (one launch per class
 // of K present, see CategoricalPlan) and returns once they are queued; the
-// output is ready when the stream reaches that point.
-//
-// `device_segments` points to a byte-for-byte copy of the array that
-// PrepareCategoricalSegments prepared with `plan`, unchanged until the
-// kernel finishes; `values` holds the batch's values (the plan's precision;
-// the overload of the other type answers InvalidArgument), `out` its int32
-// outputs, and `workspace` at least plan.workspace_bytes of device memory
-// aligned to 16 bytes (may be null when that is 0). Nothing is allocated and
-// nothing is copied. InvalidArgument for a null pointer with work to do or a
-// short workspace; a CUDA error as its absl::Status (cuda/status.h). A plan
-// of no tasks queues nothing.
-absl::Status LaunchCategorical(const CategoricalPlan& plan,
-                               const CategoricalSegment* device_segments,
-                               const float* values, int32_t* out,
-                               void* workspace, size_t workspace_bytes,
+// output is ready when the stream reaches that point. Nothing is allocated
+// and nothing is copied. InvalidArgument for a plan of the other precision,
+// a null pointer with work to do or a short workspace; a CUDA error as its
+// absl::Status (cuda/status.h). A plan of no tasks queues nothing.
+template <typename T>
+absl::Status LaunchCategorical(const CategoricalBatch<T>& batch,
                                cudaStream_t stream);
-absl::Status LaunchCategorical(const CategoricalPlan& plan,
-                               const CategoricalSegment* device_segments,
-                               const double* values, int32_t* out,
-                               void* workspace, size_t workspace_bytes,
-                               cudaStream_t stream);
+
+// Collects the requests of one batch of one precision (host memory), plans
+// it (PrepareCategoricalSegments) and lays it out for the staging pipeline:
+// the segments, then the values (8-byte aligned), go in; the int32 outputs
+// come out; the plan's workspace is the scratch.
+template <typename T>
+class CategoricalBatchBuilder {
+ public:
+  explicit CategoricalBatchBuilder(
+      CategoricalKernel kernel = CategoricalKernel::kButterfly)
+      : kernel_(kernel) {}
+
+  // A request, or a chunk of one: shape.rows rows of shape.categories
+  // values, row after row (the span must stay alive and unchanged until
+  // PackInto), shape.draws draws a row, under `seed` from item `first_row`.
+  // Its values and outputs follow those added before. Returns its index in
+  // the order of adding. InvalidArgument if values does not hold rows *
+  // categories values; the shape itself is checked by Finish.
+  absl::StatusOr<int> Add(absl::Span<const T> values,
+                          const CategoricalShape& shape, WeightKind kind,
+                          uint64_t seed, uint64_t first_row);
+
+  // Plans the batch (PrepareCategoricalSegments, which names a bad segment
+  // by its index in the order of adding). Add() is refused afterwards.
+  absl::Status Finish();
+
+  // After Finish(): the plan (benchmarks may set register_cap) and the
+  // segments in launch order.
+  const CategoricalPlan& plan() const { return plan_; }
+  CategoricalPlan& mutable_plan() { return plan_; }
+  const std::vector<CategoricalSegment>& segments() const { return segments_; }
+  uint64_t values_size() const { return values_size_; }
+  uint64_t out_size() const { return out_size_; }
+  // The first output of request `index` (in the order of adding).
+  uint64_t out_offset(int index) const { return out_offsets_[index]; }
+
+  StagingPlan Staging() const;
+  void PackInto(void* staged_in) const;
+  CategoricalBatch<T> View(const DeviceRegions& device) const;
+  // The outputs in a downloaded (or device) out region.
+  const int32_t* Outputs(const void* out_region) const {
+    return static_cast<const int32_t*>(out_region);
+  }
+
+ private:
+  size_t ValuesAt() const;
+
+  CategoricalKernel kernel_;
+  bool finished_ = false;
+  CategoricalPlan plan_;
+  std::vector<CategoricalSegment> segments_;
+  std::vector<absl::Span<const T>> values_;  // in the order of adding
+  std::vector<uint64_t> out_offsets_;        // in the order of adding
+  uint64_t values_size_ = 0;
+  uint64_t out_size_ = 0;
+};
+
+extern template absl::Status LaunchCategorical<float>(
+    const CategoricalBatch<float>&, cudaStream_t);
+extern template absl::Status LaunchCategorical<double>(
+    const CategoricalBatch<double>&, cudaStream_t);
+extern template class CategoricalBatchBuilder<float>;
+extern template class CategoricalBatchBuilder<double>;
 
 }  // namespace sampler::kernels::cuda
 

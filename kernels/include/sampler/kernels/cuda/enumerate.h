@@ -13,13 +13,16 @@
 //   b.Add(terms, ProbSpace::kLinear, ProbSpace::kLinear);   // per request
 //   ...
 //   b.Finish();
-//   b.PackInto(pinned_staging);                  // b.ArenaBytes() bytes
-//   cudaMemcpyAsync(device_arena, pinned_staging, b.ArenaBytes(), ...);
-//   LaunchEnumerate(b.View(device_arena, device_out, device_status,
-//                          device_scratch, b.ScratchBytes()),
-//                   stream, fft_plans_or_null);
-//   ... copy out and status back, wait for the stream ...
+//   stager.Run(b.Staging(), [&](char* in) { b.PackInto(in); },
+//              [&](const DeviceRegions& d, cudaStream_t s) {
+//                return LaunchEnumerate(b.View(d), s, fft_plans_or_null);
+//              },
+//              [&](const char* out) {
+//                ... b.OutLayout().Values(out), b.OutLayout().StatusWords(out)
+//              });
 //
+// (staging.h: the arena is the in region; the out region holds the outputs,
+// then one status word per problem; the scratch region is the scratch.)
 // Problem p's result is out[problems()[p].out_begin, + out_length), for the
 // support starting at problems()[p].support_offset (the sum of the terms'
 // offsets). The launcher takes the stream and caller-provided device memory
@@ -72,6 +75,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/enumerate.h"
 
 namespace sampler::kernels::cuda {
@@ -300,6 +304,18 @@ class EnumerateBatchBuilder {
   size_t ScratchBytes() const { return scratch_bytes_; }
   EnumerateBatch<T> View(const void* device_arena, T* out, uint32_t* status,
                          void* scratch, size_t scratch_bytes) const;
+  // The same for the staging pipeline (staging.h).
+  ValuesAndStatusWords<T> OutLayout() const {
+    return {total_out_, problems_.size()};
+  }
+  StagingPlan Staging() const {
+    return {ArenaBytes(), OutLayout().bytes(), ScratchBytes()};
+  }
+  EnumerateBatch<T> View(const DeviceRegions& device) const {
+    const ValuesAndStatusWords<T> out = OutLayout();
+    return View(device.in, out.Values(device.out), out.StatusWords(device.out),
+                device.scratch, ScratchBytes());
+  }
 
   // Human-readable launch list (for benchmarks' logs).
   std::string DescribeLaunches() const;

@@ -9,15 +9,19 @@
 // thread, so the warp-aware pre-caching of the kernel cannot move a bit.
 //
 // Memory: the launchers take caller-provided device memory and a stream and
-// never allocate. The usual flow is
+// never allocate. The usual flow goes through the staging pipeline
+// (staging.h):
 //
 //   GammaBatchBuilder<float> b;
 //   b.AddGroups(groups, log_output, seed, first_item);   // one per request
 //   b.AddElements(shape, scale, log_output, seed, first_item);
-//   b.PackInto(pinned_staging);                 // b.ArenaBytes() bytes
-//   cudaMemcpyAsync(device_arena, pinned_staging, b.ArenaBytes(), ...);
-//   LaunchGamma(b.View(device_arena, device_out, device_status), stream);
-//   ... copy out and status back, wait for the stream ...
+//   stager.Run(b.Staging(), [&](char* in) { b.PackInto(in); },
+//              [&](const DeviceRegions& d, cudaStream_t s) {
+//                return LaunchGamma(b.View(d), s);
+//              },
+//              [&](const char* out) {
+//                ... b.OutLayout().Values(out), b.OutLayout().StatusWords(out)
+//              });
 //   SegmentStatus(status[s], s)   // per request: OK, INTERNAL or OUT_OF_RANGE
 //
 // Request k's outputs are out[segments()[k].out_begin, + count).
@@ -33,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/gamma.h"
 
 namespace sampler::kernels::cuda {
@@ -169,7 +174,18 @@ absl::Status SegmentStatus(uint32_t word, int segment);
 // Collects requests into the descriptor arrays of one batch (host memory),
 // validating each as the CPU backend does. All arrays then travel in one
 // copy: PackInto lays them out in ArenaBytes() bytes, View gives the batch
-// over the device copy of that arena.
+// over the device copy of that arena. For the staging pipeline (staging.h)
+// the arena is the in region and the out region holds the outputs, then one
+// status word per segment (OutLayout).
+//
+// The view on a builder's staged regions, for the builders below.
+template <typename Builder>
+auto ViewOnRegions(const Builder& builder, const DeviceRegions& device) {
+  const auto out = builder.OutLayout();
+  return builder.View(device.in, out.Values(device.out),
+                      out.StatusWords(device.out));
+}
+
 template <typename T>
 class GammaBatchBuilder {
  public:
@@ -190,6 +206,14 @@ class GammaBatchBuilder {
   void PackInto(void* host_arena) const;
   GammaBatch<T> View(const void* device_arena, T* out,
                      uint32_t* segment_status) const;
+
+  ValuesAndStatusWords<T> OutLayout() const {
+    return {total_, segments_.size()};
+  }
+  StagingPlan Staging() const { return {ArenaBytes(), OutLayout().bytes(), 0}; }
+  GammaBatch<T> View(const DeviceRegions& device) const {
+    return ViewOnRegions(*this, device);
+  }
 
  private:
   struct Offsets {
@@ -221,6 +245,14 @@ class DirichletBatchBuilder {
   void PackInto(void* host_arena) const;
   DirichletBatch<T> View(const void* device_arena, T* out,
                          uint32_t* segment_status) const;
+
+  ValuesAndStatusWords<T> OutLayout() const {
+    return {total_, segments_.size()};
+  }
+  StagingPlan Staging() const { return {ArenaBytes(), OutLayout().bytes(), 0}; }
+  DirichletBatch<T> View(const DeviceRegions& device) const {
+    return ViewOnRegions(*this, device);
+  }
 
  private:
   struct Offsets {
