@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::client {
 namespace {
@@ -127,14 +128,15 @@ absl::StatusOr<std::vector<std::string>> PrepareArgs(
 absl::StatusOr<std::vector<std::string>> ParseArgs(
     int argc, char** argv, absl::Span<const absl::string_view> joined_flags,
     char joiner) {
-  absl::StatusOr<std::vector<std::string>> args = PrepareArgs(
-      std::vector<std::string>(argv, argv + argc), joined_flags, joiner);
-  if (!args.ok()) return args.status();
+  SAMPLER_ASSIGN_OR_RETURN(
+      std::vector<std::string> args,
+      PrepareArgs(std::vector<std::string>(argv, argv + argc), joined_flags,
+                  joiner));
   std::vector<char*> prepared_argv;
-  for (std::string& arg : *args) prepared_argv.push_back(arg.data());
+  for (std::string& arg : args) prepared_argv.push_back(arg.data());
   prepared_argv.push_back(nullptr);
   const std::vector<char*> positional = absl::ParseCommandLine(
-      static_cast<int>(args->size()), prepared_argv.data());
+      static_cast<int>(args.size()), prepared_argv.data());
   return std::vector<std::string>(positional.begin(), positional.end());
 }
 

@@ -13,6 +13,7 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
 #include "grpcpp/support/sync_stream.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::client {
 
@@ -74,7 +75,7 @@ absl::Status ReadStream(
     }
   }
   const grpc::Status call_status = reader->Finish();
-  if (!chunk_status.ok()) return chunk_status;
+  SAMPLER_RETURN_IF_ERROR(chunk_status);
   return ToAbslStatus(call_status);
 }
 

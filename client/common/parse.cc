@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::client {
 namespace {
@@ -26,17 +27,16 @@ absl::StatusOr<std::vector<absl::string_view>> SplitNonEmpty(
 }  // namespace
 
 absl::StatusOr<std::vector<double>> ParseDoubleList(absl::string_view text) {
-  absl::StatusOr<std::vector<absl::string_view>> parts =
-      SplitNonEmpty(text, ',', "list of numbers");
-  if (!parts.ok()) return parts.status();
+  SAMPLER_ASSIGN_OR_RETURN(std::vector<absl::string_view> parts,
+                           SplitNonEmpty(text, ',', "list of numbers"));
   std::vector<double> values;
-  values.reserve(parts->size());
-  for (size_t i = 0; i < parts->size(); ++i) {
+  values.reserve(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
     double value;
-    if (!absl::SimpleAtod((*parts)[i], &value)) {
+    if (!absl::SimpleAtod(parts[i], &value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("element ", i, " of \"", text, "\" is not a number: \"",
-                       (*parts)[i], "\""));
+                       parts[i], "\""));
     }
     values.push_back(value);
   }
@@ -44,17 +44,16 @@ absl::StatusOr<std::vector<double>> ParseDoubleList(absl::string_view text) {
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseInt64List(absl::string_view text) {
-  absl::StatusOr<std::vector<absl::string_view>> parts =
-      SplitNonEmpty(text, ',', "list of integers");
-  if (!parts.ok()) return parts.status();
+  SAMPLER_ASSIGN_OR_RETURN(std::vector<absl::string_view> parts,
+                           SplitNonEmpty(text, ',', "list of integers"));
   std::vector<int64_t> values;
-  values.reserve(parts->size());
-  for (size_t i = 0; i < parts->size(); ++i) {
+  values.reserve(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
     int64_t value;
-    if (!absl::SimpleAtoi((*parts)[i], &value)) {
+    if (!absl::SimpleAtoi(parts[i], &value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("element ", i, " of \"", text,
-                       "\" is not an integer: \"", (*parts)[i], "\""));
+                       "\" is not an integer: \"", parts[i], "\""));
     }
     values.push_back(value);
   }
@@ -84,26 +83,23 @@ absl::StatusOr<PmfTerm> ParsePmfTerm(absl::string_view text) {
 }
 
 absl::StatusOr<std::vector<PmfTerm>> ParsePmfTerms(absl::string_view text) {
-  absl::StatusOr<std::vector<absl::string_view>> parts =
-      SplitNonEmpty(text, ';', "PMF list");
-  if (!parts.ok()) return parts.status();
+  SAMPLER_ASSIGN_OR_RETURN(std::vector<absl::string_view> parts,
+                           SplitNonEmpty(text, ';', "PMF list"));
   std::vector<PmfTerm> terms;
-  for (absl::string_view part : *parts) {
-    absl::StatusOr<PmfTerm> term = ParsePmfTerm(part);
-    if (!term.ok()) return term.status();
-    terms.push_back(*std::move(term));
+  for (absl::string_view part : parts) {
+    SAMPLER_ASSIGN_OR_RETURN(PmfTerm term, ParsePmfTerm(part));
+    terms.push_back(std::move(term));
   }
   return terms;
 }
 
 absl::StatusOr<std::vector<std::vector<double>>> ParseMatrix(
     absl::string_view text) {
-  absl::StatusOr<std::vector<absl::string_view>> parts =
-      SplitNonEmpty(text, ';', "matrix");
-  if (!parts.ok()) return parts.status();
+  SAMPLER_ASSIGN_OR_RETURN(std::vector<absl::string_view> parts,
+                           SplitNonEmpty(text, ';', "matrix"));
   std::vector<std::vector<double>> rows;
-  for (size_t r = 0; r < parts->size(); ++r) {
-    absl::StatusOr<std::vector<double>> row = ParseDoubleList((*parts)[r]);
+  for (size_t r = 0; r < parts.size(); ++r) {
+    absl::StatusOr<std::vector<double>> row = ParseDoubleList(parts[r]);
     if (!row.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("row ", r, ": ", row.status().message()));

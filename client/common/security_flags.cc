@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/common/json_io.h"
+#include "sampler/kernels/status_macros.h"
 
 ABSL_FLAG(bool, tls, false,
           "Connect with TLS, trusting the system's CAs (implied by "
@@ -59,23 +60,20 @@ absl::StatusOr<ChannelSecurity> ChannelSecurityFromFlags() {
         "--tls_server_name needs TLS (--tls or --tls_ca_file)");
   }
   if (!ca_file.empty()) {
-    absl::StatusOr<std::string> pem = ReadFlagFile("tls_ca_file", ca_file);
-    if (!pem.ok()) return pem.status();
-    security.root_certs_pem = *std::move(pem);
+    SAMPLER_ASSIGN_OR_RETURN(security.root_certs_pem,
+                             ReadFlagFile("tls_ca_file", ca_file));
   }
   if (!cert_file.empty()) {
-    absl::StatusOr<std::string> cert = ReadFlagFile("tls_cert_file", cert_file);
-    if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = ReadFlagFile("tls_key_file", key_file);
-    if (!key.ok()) return key.status();
-    security.cert_chain_pem = *std::move(cert);
-    security.private_key_pem = *std::move(key);
+    SAMPLER_ASSIGN_OR_RETURN(security.cert_chain_pem,
+                             ReadFlagFile("tls_cert_file", cert_file));
+    SAMPLER_ASSIGN_OR_RETURN(security.private_key_pem,
+                             ReadFlagFile("tls_key_file", key_file));
   }
   if (const std::string token_file = absl::GetFlag(FLAGS_token_file);
       !token_file.empty()) {
-    absl::StatusOr<std::string> text = ReadFlagFile("token_file", token_file);
-    if (!text.ok()) return text.status();
-    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    SAMPLER_ASSIGN_OR_RETURN(const std::string text,
+                             ReadFlagFile("token_file", token_file));
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
       line = absl::StripAsciiWhitespace(line);
       if (!line.empty()) {
         security.token = std::string(line);

@@ -14,6 +14,7 @@
 #include "client/ctl/board_render.h"
 #include "client/ctl/ctl_commands.h"
 #include "client/ctl/ctl_output.h"
+#include "sampler/kernels/status_macros.h"
 #include "sampler/v1/sampler.grpc.pb.h"
 
 ABSL_FLAG(int32_t, cols, 9, "boards: columns of the grid");
@@ -37,24 +38,23 @@ absl::StatusOr<SampleBoardsStreamRequest> BuildRequest(
   SampleBoardsStreamRequest stream_request;
   SampleBoardsRequest& request = *stream_request.mutable_request();
   if (!options.request_json.empty()) {
-    absl::Status read =
-        ReadStreamRequestJson(options.request_json, &stream_request);
-    if (!read.ok()) return read;
+    SAMPLER_RETURN_IF_ERROR(
+        ReadStreamRequestJson(options.request_json, &stream_request));
   } else {
     const std::string stones_text = absl::GetFlag(FLAGS_stones);
     if (stones_text.empty()) {
       return absl::InvalidArgumentError(
           "boards needs --stones (e.g. --stones 10,10)");
     }
-    absl::StatusOr<std::vector<int64_t>> stones = ParseInt64List(stones_text);
-    if (!stones.ok()) return stones.status();
+    SAMPLER_ASSIGN_OR_RETURN(std::vector<int64_t> stones,
+                             ParseInt64List(stones_text));
     if (options.rows > std::numeric_limits<int32_t>::max()) {
       return absl::InvalidArgumentError("--rows is too large for a board");
     }
     request.set_rows(options.rows > 0 ? static_cast<int32_t>(options.rows)
                                       : kDefaultRows);
     request.set_cols(absl::GetFlag(FLAGS_cols));
-    for (int64_t k : *stones) {
+    for (int64_t k : stones) {
       if (k < 0 || k > std::numeric_limits<int32_t>::max()) {
         return absl::InvalidArgumentError(
             absl::StrCat("--stones: ", k, " is not a stone count"));
@@ -101,14 +101,14 @@ class BoardsReport {
       const absl::Span<const uint64_t> position =
           bitboards.subspan(p * words_per_position, words_per_position);
       const int64_t index = first_position + p;
-      absl::Status checked = CheckStones(index, position, words_per_board);
-      if (!checked.ok()) return checked;
+      SAMPLER_RETURN_IF_ERROR(CheckStones(index, position, words_per_board));
       if (!ShouldPrint(options_, index)) continue;
-      absl::StatusOr<std::vector<std::string>> lines = RenderBoard(
-          position, request_.rows(), request_.cols(), colours, words_per_board);
-      if (!lines.ok()) return lines.status();
+      SAMPLER_ASSIGN_OR_RETURN(
+          std::vector<std::string> lines,
+          RenderBoard(position, request_.rows(), request_.cols(), colours,
+                      words_per_board));
       std::cout << "position " << index << ":\n  "
-                << absl::StrJoin(*lines, "\n  ") << "\n\n";
+                << absl::StrJoin(lines, "\n  ") << "\n\n";
     }
     received_ += count;
     return absl::OkStatus();
@@ -161,14 +161,13 @@ absl::Status CallUnary(sampler::v1::SamplerService::Stub& stub,
   grpc::ClientContext context;
   SetTimeout(options.timeout, &context);
   SampleBoardsResponse response;
-  absl::Status status =
-      ToAbslStatus(stub.SampleBoards(&context, request, &response));
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(
+      ToAbslStatus(stub.SampleBoards(&context, request, &response)));
   if (options.json) return PrintJson(response);
   BoardsReport report(request, options);
-  status = report.Add(0, response.count(), response.colours(),
-                      response.words_per_board(), response.bitboards());
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(report.Add(0, response.count(), response.colours(),
+                                     response.words_per_board(),
+                                     response.bitboards()));
   return report.Finish(response.seed());
 }
 
@@ -201,7 +200,7 @@ absl::Status CallStream(sampler::v1::SamplerService::Stub& stub,
         assembled.set_count(assembled.count() + chunk.count());
         return absl::OkStatus();
       });
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(status);
   if (options.json) return PrintJson(assembled);
   return report.Finish(assembled.seed());
 }

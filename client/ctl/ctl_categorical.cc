@@ -14,6 +14,7 @@
 #include "client/common/reals.h"
 #include "client/ctl/ctl_commands.h"
 #include "client/ctl/ctl_output.h"
+#include "sampler/kernels/status_macros.h"
 #include "sampler/v1/sampler.grpc.pb.h"
 
 ABSL_FLAG(std::string, weights, "",
@@ -41,9 +42,8 @@ absl::StatusOr<SampleCategoricalStreamRequest> BuildRequest(
   SampleCategoricalStreamRequest stream_request;
   SampleCategoricalRequest& request = *stream_request.mutable_request();
   if (!options.request_json.empty()) {
-    absl::Status read =
-        ReadStreamRequestJson(options.request_json, &stream_request);
-    if (!read.ok()) return read;
+    SAMPLER_RETURN_IF_ERROR(
+        ReadStreamRequestJson(options.request_json, &stream_request));
   } else {
     const std::string weights = absl::GetFlag(FLAGS_weights);
     const std::string logits = absl::GetFlag(FLAGS_logits);
@@ -51,14 +51,13 @@ absl::StatusOr<SampleCategoricalStreamRequest> BuildRequest(
       return absl::InvalidArgumentError(
           "categorical needs exactly one of --weights and --logits");
     }
-    absl::StatusOr<std::vector<std::vector<double>>> rows =
-        ParseMatrix(weights.empty() ? logits : weights);
-    if (!rows.ok()) return rows.status();
+    SAMPLER_ASSIGN_OR_RETURN(std::vector<std::vector<double>> rows,
+                             ParseMatrix(weights.empty() ? logits : weights));
     std::vector<double> flat;
-    for (const std::vector<double>& row : *rows) {
+    for (const std::vector<double>& row : rows) {
       flat.insert(flat.end(), row.begin(), row.end());
     }
-    request.set_categories(rows->front().size());
+    request.set_categories(rows.front().size());
     SetReals(flat, options.precision, request.mutable_values());
     request.set_input(weights.empty() ? sampler::v1::CATEGORICAL_INPUT_LOGITS
                                       : sampler::v1::CATEGORICAL_INPUT_WEIGHTS);
@@ -223,14 +222,12 @@ absl::Status CallUnary(sampler::v1::SamplerService::Stub& stub,
   grpc::ClientContext context;
   SetTimeout(options.timeout, &context);
   SampleCategoricalResponse response;
-  absl::Status status =
-      ToAbslStatus(stub.SampleCategorical(&context, request, &response));
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(
+      ToAbslStatus(stub.SampleCategorical(&context, request, &response)));
   if (options.json) return PrintJson(response);
   CategoricalReport report(request, options);
-  status =
-      report.AddRows(0, response.rows(), response.draws(), response.indices());
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(
+      report.AddRows(0, response.rows(), response.draws(), response.indices()));
   report.Finish(response.seed());
   return absl::OkStatus();
 }
@@ -262,7 +259,7 @@ absl::Status CallStream(sampler::v1::SamplerService::Stub& stub,
         assembled.set_rows(assembled.rows() + chunk.rows());
         return absl::OkStatus();
       });
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(status);
   if (options.json) return PrintJson(assembled);
   report.Finish(assembled.seed());
   return absl::OkStatus();

@@ -12,6 +12,7 @@
 #include "client/common/reals.h"
 #include "client/ctl/ctl_commands.h"
 #include "client/ctl/ctl_output.h"
+#include "sampler/kernels/status_macros.h"
 #include "sampler/v1/sampler.grpc.pb.h"
 
 ABSL_FLAG(std::string, alpha, "",
@@ -29,27 +30,26 @@ constexpr int64_t kDefaultRows = 5;
 absl::StatusOr<SampleDirichletRequest> BuildRequest(const CtlOptions& options) {
   SampleDirichletRequest request;
   if (!options.request_json.empty()) {
-    absl::StatusOr<std::string> json = ReadFile(options.request_json);
-    if (!json.ok()) return json.status();
-    absl::Status parsed = JsonToMessage(*json, &request);
-    if (!parsed.ok()) return parsed;
+    SAMPLER_ASSIGN_OR_RETURN(const std::string json,
+                             ReadFile(options.request_json));
+    SAMPLER_RETURN_IF_ERROR(JsonToMessage(json, &request));
   } else {
     const std::string alpha_text = absl::GetFlag(FLAGS_alpha);
     if (alpha_text.empty()) {
       return absl::InvalidArgumentError(
           "dirichlet needs --alpha (e.g. --alpha 0.5,1,2)");
     }
-    absl::StatusOr<std::vector<double>> alpha = ParseDoubleList(alpha_text);
-    if (!alpha.ok()) return alpha.status();
+    SAMPLER_ASSIGN_OR_RETURN(const std::vector<double> alpha,
+                             ParseDoubleList(alpha_text));
     const int64_t rows = options.rows > 0 ? options.rows : kDefaultRows;
     std::vector<double> concentrations;
-    concentrations.reserve(rows * alpha->size());
+    concentrations.reserve(rows * alpha.size());
     for (int64_t r = 0; r < rows; ++r) {
-      concentrations.insert(concentrations.end(), alpha->begin(), alpha->end());
+      concentrations.insert(concentrations.end(), alpha.begin(), alpha.end());
     }
     SetReals(concentrations, options.precision,
              request.mutable_concentrations());
-    request.set_dimension(alpha->size());
+    request.set_dimension(alpha.size());
     request.set_precision(options.precision);
     request.set_log_output(options.log_output);
   }

@@ -10,6 +10,7 @@
 #include "client/common/reals.h"
 #include "client/ctl/ctl_commands.h"
 #include "client/ctl/ctl_output.h"
+#include "sampler/kernels/status_macros.h"
 #include "sampler/v1/sampler.grpc.pb.h"
 
 ABSL_FLAG(std::string, pmf, "",
@@ -29,10 +30,9 @@ using sampler::v1::EnumerateResponse;
 absl::StatusOr<EnumerateRequest> BuildRequest(const CtlOptions& options) {
   EnumerateRequest request;
   if (!options.request_json.empty()) {
-    absl::StatusOr<std::string> json = ReadFile(options.request_json);
-    if (!json.ok()) return json.status();
-    absl::Status parsed = JsonToMessage(*json, &request);
-    if (!parsed.ok()) return parsed;
+    SAMPLER_ASSIGN_OR_RETURN(const std::string json,
+                             ReadFile(options.request_json));
+    SAMPLER_RETURN_IF_ERROR(JsonToMessage(json, &request));
     return request;
   }
   const std::string pmf = absl::GetFlag(FLAGS_pmf);
@@ -40,10 +40,10 @@ absl::StatusOr<EnumerateRequest> BuildRequest(const CtlOptions& options) {
     return absl::InvalidArgumentError(
         "enumerate needs --pmf (e.g. --pmf 0:0.5,0.5 --pmf 1:0.2,0.8)");
   }
-  absl::StatusOr<std::vector<PmfTerm>> terms = ParsePmfTerms(pmf);
-  if (!terms.ok()) return terms.status();
+  SAMPLER_ASSIGN_OR_RETURN(const std::vector<PmfTerm> terms,
+                           ParsePmfTerms(pmf));
   sampler::v1::EnumerateProblem* problem = request.add_problems();
-  for (const PmfTerm& term : *terms) {
+  for (const PmfTerm& term : terms) {
     sampler::v1::Pmf* pmf_message = problem->add_terms();
     pmf_message->set_offset(term.offset);
     SetReals(term.probabilities, options.precision,

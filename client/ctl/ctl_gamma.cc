@@ -13,6 +13,7 @@
 #include "client/common/stats.h"
 #include "client/ctl/ctl_commands.h"
 #include "client/ctl/ctl_output.h"
+#include "sampler/kernels/status_macros.h"
 #include "sampler/v1/sampler.grpc.pb.h"
 
 ABSL_FLAG(double, shape, 1.0, "gamma: shape of the group (with --count)");
@@ -46,26 +47,24 @@ absl::StatusOr<SampleGammaStreamRequest> BuildRequest(
   SampleGammaStreamRequest stream_request;
   SampleGammaRequest& request = *stream_request.mutable_request();
   if (!options.request_json.empty()) {
-    absl::Status read =
-        ReadStreamRequestJson(options.request_json, &stream_request);
-    if (!read.ok()) return read;
+    SAMPLER_RETURN_IF_ERROR(
+        ReadStreamRequestJson(options.request_json, &stream_request));
   } else if (const std::string shapes = absl::GetFlag(FLAGS_shapes);
              !shapes.empty()) {
-    absl::StatusOr<std::vector<double>> shape_values = ParseDoubleList(shapes);
-    if (!shape_values.ok()) return shape_values.status();
-    SetReals(*shape_values, options.precision,
+    SAMPLER_ASSIGN_OR_RETURN(std::vector<double> shape_values,
+                             ParseDoubleList(shapes));
+    SetReals(shape_values, options.precision,
              request.mutable_elements()->mutable_shape());
     if (const std::string scales = absl::GetFlag(FLAGS_scales);
         !scales.empty()) {
-      absl::StatusOr<std::vector<double>> scale_values =
-          ParseDoubleList(scales);
-      if (!scale_values.ok()) return scale_values.status();
-      if (scale_values->size() != shape_values->size()) {
+      SAMPLER_ASSIGN_OR_RETURN(std::vector<double> scale_values,
+                               ParseDoubleList(scales));
+      if (scale_values.size() != shape_values.size()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("--scales has ", scale_values->size(),
-                         " values, --shapes ", shape_values->size()));
+            absl::StrCat("--scales has ", scale_values.size(),
+                         " values, --shapes ", shape_values.size()));
       }
-      SetReals(*scale_values, options.precision,
+      SetReals(scale_values, options.precision,
                request.mutable_elements()->mutable_scale());
     }
   } else {
@@ -228,12 +227,10 @@ absl::Status CallUnary(sampler::v1::SamplerService::Stub& stub,
   grpc::ClientContext context;
   SetTimeout(options.timeout, &context);
   SampleGammaResponse response;
-  absl::Status status =
-      ToAbslStatus(stub.SampleGamma(&context, request, &response));
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(
+      ToAbslStatus(stub.SampleGamma(&context, request, &response)));
   if (options.json) return PrintJson(response);
-  status = report->Add(0, response.samples());
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(report->Add(0, response.samples()));
   return report->Finish(response.seed());
 }
 
@@ -263,7 +260,7 @@ absl::Status CallStream(sampler::v1::SamplerService::Stub& stub,
         assembled_size += RealsSize(chunk.samples());
         return absl::OkStatus();
       });
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(status);
   if (options.json) return PrintJson(assembled);
   return report->Finish(assembled.seed());
 }

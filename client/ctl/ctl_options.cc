@@ -4,6 +4,7 @@
 #include "client/common/grpc_util.h"
 #include "client/common/parse.h"
 #include "client/common/security_flags.h"
+#include "sampler/kernels/status_macros.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server address, any gRPC target (host:port, unix:PATH, dns:///...)");
@@ -47,10 +48,8 @@ absl::StatusOr<CtlOptions> CtlOptionsFromFlags() {
   }
   options.json = absl::GetFlag(FLAGS_json);
   options.seed = absl::GetFlag(FLAGS_seed);
-  absl::StatusOr<sampler::v1::Precision> precision =
-      ParsePrecision(absl::GetFlag(FLAGS_precision));
-  if (!precision.ok()) return precision.status();
-  options.precision = *precision;
+  SAMPLER_ASSIGN_OR_RETURN(options.precision,
+                           ParsePrecision(absl::GetFlag(FLAGS_precision)));
   options.timeout = absl::GetFlag(FLAGS_timeout);
   options.request_json = absl::GetFlag(FLAGS_request_json);
   options.stream = absl::GetFlag(FLAGS_stream);
@@ -63,9 +62,9 @@ absl::StatusOr<CtlOptions> CtlOptionsFromFlags() {
     return absl::InvalidArgumentError(
         "--chunk, --count and --rows cannot be negative");
   }
-  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
-  if (!security.ok()) return security.status();
-  options.channel = MakeChannel(options.target, 0, *security);
+  SAMPLER_ASSIGN_OR_RETURN(const ChannelSecurity security,
+                           ChannelSecurityFromFlags());
+  options.channel = MakeChannel(options.target, 0, security);
   return options;
 }
 

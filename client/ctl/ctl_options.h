@@ -13,6 +13,7 @@
 #include "absl/types/optional.h"
 #include "client/common/json_io.h"
 #include "grpcpp/channel.h"
+#include "sampler/kernels/status_macros.h"
 #include "sampler/v1/sampler.pb.h"
 
 namespace sampler::client {
@@ -55,13 +56,11 @@ inline bool ShouldPrint(const CtlOptions& options, int64_t index) {
 template <typename StreamRequest>
 absl::Status ReadStreamRequestJson(const std::string& path,
                                    StreamRequest* request) {
-  absl::StatusOr<std::string> json = ReadFile(path);
-  if (!json.ok()) return json.status();
-  const absl::Status as_stream = JsonToMessage(*json, request);
+  SAMPLER_ASSIGN_OR_RETURN(const std::string json, ReadFile(path));
+  const absl::Status as_stream = JsonToMessage(json, request);
   if (as_stream.ok()) return as_stream;
   request->Clear();
-  const absl::Status as_unary =
-      JsonToMessage(*json, request->mutable_request());
+  const absl::Status as_unary = JsonToMessage(json, request->mutable_request());
   if (as_unary.ok()) return as_unary;
   return absl::InvalidArgumentError(
       absl::StrCat(path, ": ", as_unary.message(), "; ", as_stream.message()));

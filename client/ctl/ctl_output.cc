@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/common/json_io.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::client {
 
@@ -21,9 +22,8 @@ int RpcError(const absl::Status& status) {
 }
 
 absl::Status PrintJson(const google::protobuf::Message& message) {
-  absl::StatusOr<std::string> json = MessageToJson(message);
-  if (!json.ok()) return json.status();
-  std::cout << *json << "\n";
+  SAMPLER_ASSIGN_OR_RETURN(const std::string json, MessageToJson(message));
+  std::cout << json << "\n";
   if (!std::cout.good()) return absl::UnavailableError("cannot write stdout");
   return absl::OkStatus();
 }

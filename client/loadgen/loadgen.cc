@@ -19,6 +19,7 @@
 #include "client/loadgen/loadgen_driver.h"
 #include "client/loadgen/loadgen_report.h"
 #include "client/loadgen/loadgen_requests.h"
+#include "sampler/kernels/status_macros.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051", "Server address");
 ABSL_FLAG(std::string, rpc, "",
@@ -104,10 +105,8 @@ int UsageError(const absl::Status& status) {
 
 absl::StatusOr<LoadShape> ShapeFromFlags() {
   LoadShape shape;
-  absl::StatusOr<sampler::v1::Precision> precision =
-      ParsePrecision(absl::GetFlag(FLAGS_precision));
-  if (!precision.ok()) return precision.status();
-  shape.precision = *precision;
+  SAMPLER_ASSIGN_OR_RETURN(shape.precision,
+                           ParsePrecision(absl::GetFlag(FLAGS_precision)));
   shape.problems = absl::GetFlag(FLAGS_problems);
   shape.terms = absl::GetFlag(FLAGS_terms);
   shape.pmf_len = absl::GetFlag(FLAGS_pmf_len);
@@ -122,11 +121,10 @@ absl::StatusOr<LoadShape> ShapeFromFlags() {
   shape.dirichlet_alpha = absl::GetFlag(FLAGS_dirichlet_alpha);
   shape.board_rows = absl::GetFlag(FLAGS_board_rows);
   shape.board_cols = absl::GetFlag(FLAGS_board_cols);
-  absl::StatusOr<std::vector<int64_t>> stones =
-      ParseInt64List(absl::GetFlag(FLAGS_stones));
-  if (!stones.ok()) return stones.status();
+  SAMPLER_ASSIGN_OR_RETURN(const std::vector<int64_t> stones,
+                           ParseInt64List(absl::GetFlag(FLAGS_stones)));
   shape.stones.clear();
-  for (int64_t k : *stones) {
+  for (int64_t k : stones) {
     if (k < 0 || k > std::numeric_limits<int32_t>::max()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--stones: ", k, " is not a stone count"));

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "client/common/grpc_util.h"
+#include "sampler/kernels/status_macros.h"
 #include "sampler/v1/sampler.grpc.pb.h"
 
 namespace sampler::client {
@@ -114,12 +115,12 @@ struct PreparedLoad {
 
 template <typename Request, typename Response>
 absl::StatusOr<PreparedLoad> Prepare(
-    absl::StatusOr<Request> request,
+    absl::StatusOr<Request> made_request,
     StartFunction<Request, Response> start_function) {
-  if (!request.ok()) return request.status();
+  SAMPLER_ASSIGN_OR_RETURN(Request request, std::move(made_request));
   PreparedLoad load;
-  load.items_per_request = ItemCount(*request);
-  load.new_slot = [request = *std::move(request), start_function] {
+  load.items_per_request = ItemCount(request);
+  load.new_slot = [request = std::move(request), start_function] {
     return std::make_unique<UnaryCallSlot<Request, Response>>(request,
                                                               start_function);
   };
@@ -380,9 +381,8 @@ class LoadRun {
 }  // namespace
 
 absl::StatusOr<int64_t> ItemsPerRequest(RpcKind kind, const LoadShape& shape) {
-  absl::StatusOr<PreparedLoad> load = PrepareLoad(kind, shape);
-  if (!load.ok()) return load.status();
-  return load->items_per_request;
+  SAMPLER_ASSIGN_OR_RETURN(const PreparedLoad load, PrepareLoad(kind, shape));
+  return load.items_per_request;
 }
 
 absl::StatusOr<LoadResult> RunLoad(RpcKind kind, const LoadShape& shape,
@@ -403,9 +403,8 @@ absl::StatusOr<LoadResult> RunLoad(RpcKind kind, const LoadShape& shape,
     return absl::InvalidArgumentError(
         "the run needs a bound: --duration and/or --requests");
   }
-  absl::StatusOr<PreparedLoad> load = PrepareLoad(kind, shape);
-  if (!load.ok()) return load.status();
-  LoadRun run(options, std::move(load->new_slot));
+  SAMPLER_ASSIGN_OR_RETURN(PreparedLoad load, PrepareLoad(kind, shape));
+  LoadRun run(options, std::move(load.new_slot));
   return run.Run();
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/common/reals.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::client {
 namespace {
@@ -116,10 +117,9 @@ std::vector<std::pair<std::string, std::string>> ShapeParameters(
 
 absl::StatusOr<sampler::v1::EnumerateRequest> MakeEnumerateLoad(
     const LoadShape& shape) {
-  absl::Status status = RequirePositive({{"problems", shape.problems},
-                                         {"terms", shape.terms},
-                                         {"pmf_len", shape.pmf_len}});
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(RequirePositive({{"problems", shape.problems},
+                                           {"terms", shape.terms},
+                                           {"pmf_len", shape.pmf_len}}));
   std::mt19937_64 rng(kValueSeed);
   std::uniform_real_distribution<double> weight(0.01, 1.0);
   sampler::v1::EnumerateRequest request;
@@ -141,11 +141,10 @@ absl::StatusOr<sampler::v1::EnumerateRequest> MakeEnumerateLoad(
 
 absl::StatusOr<sampler::v1::SampleCategoricalRequest> MakeCategoricalLoad(
     const LoadShape& shape) {
-  absl::Status status =
+  SAMPLER_RETURN_IF_ERROR(
       RequirePositive({{"categorical_rows", shape.categorical_rows},
                        {"categories", shape.categories},
-                       {"draws", shape.draws}});
-  if (!status.ok()) return status;
+                       {"draws", shape.draws}}));
   std::mt19937_64 rng(kValueSeed);
   std::uniform_real_distribution<double> weight(0.01, 1.0);
   std::vector<double> values(shape.categorical_rows * shape.categories);
@@ -161,9 +160,8 @@ absl::StatusOr<sampler::v1::SampleCategoricalRequest> MakeCategoricalLoad(
 
 absl::StatusOr<sampler::v1::SampleGammaRequest> MakeGammaLoad(
     const LoadShape& shape) {
-  absl::Status status =
-      RequirePositive({{"gamma_samples", shape.gamma_samples}});
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(
+      RequirePositive({{"gamma_samples", shape.gamma_samples}}));
   sampler::v1::SampleGammaRequest request;
   request.set_precision(shape.precision);
   if (shape.gamma_per_element) {
@@ -187,10 +185,9 @@ absl::StatusOr<sampler::v1::SampleGammaRequest> MakeGammaLoad(
 
 absl::StatusOr<sampler::v1::SampleDirichletRequest> MakeDirichletLoad(
     const LoadShape& shape) {
-  absl::Status status =
+  SAMPLER_RETURN_IF_ERROR(
       RequirePositive({{"dirichlet_rows", shape.dirichlet_rows},
-                       {"dirichlet_dim", shape.dirichlet_dim}});
-  if (!status.ok()) return status;
+                       {"dirichlet_dim", shape.dirichlet_dim}}));
   if (!(shape.dirichlet_alpha > 0)) {
     return absl::InvalidArgumentError("--dirichlet_alpha must be positive");
   }
@@ -205,10 +202,10 @@ absl::StatusOr<sampler::v1::SampleDirichletRequest> MakeDirichletLoad(
 
 absl::StatusOr<sampler::v1::SampleBoardsRequest> MakeBoardsLoad(
     const LoadShape& shape) {
-  absl::Status status = RequirePositive({{"board_rows", shape.board_rows},
-                                         {"board_cols", shape.board_cols},
-                                         {"board_count", shape.board_count}});
-  if (!status.ok()) return status;
+  SAMPLER_RETURN_IF_ERROR(
+      RequirePositive({{"board_rows", shape.board_rows},
+                       {"board_cols", shape.board_cols},
+                       {"board_count", shape.board_count}}));
   if (shape.stones.empty()) {
     return absl::InvalidArgumentError("--stones needs at least one colour");
   }
