@@ -47,7 +47,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/grpc_util.h"
+#include "client/common/grpc_util.h"
 #include "google/protobuf/descriptor.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "sampler/v1/sampler.grpc.pb.h"
