@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "sampler/kernels/status_macros.h"
 #include "server/cpu_backend.h"
 #if SAMPLER_WITH_CUDA_BACKEND
 #include "server/cuda_backend.h"
@@ -19,10 +20,9 @@ absl::StatusOr<std::unique_ptr<Backend>> Cpu(const BackendOptions& options,
       options.cpu_threads > 0
           ? options.cpu_threads
           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  absl::StatusOr<std::unique_ptr<CpuBackend>> cpu =
-      CpuBackend::Create(threads, reason);
-  if (!cpu.ok()) return cpu.status();
-  return std::unique_ptr<Backend>(*std::move(cpu));
+  SAMPLER_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> cpu,
+                           CpuBackend::Create(threads, reason));
+  return std::unique_ptr<Backend>(std::move(cpu));
 }
 
 #if SAMPLER_WITH_CUDA_BACKEND
@@ -34,10 +34,9 @@ absl::StatusOr<std::unique_ptr<Backend>> Cuda(const BackendOptions& options,
   cuda.pool_limit_bytes = options.gpu_pool_limit_bytes;
   cuda.pool_release_threshold_bytes = options.gpu_pool_release_threshold_bytes;
   cuda.reason = reason;
-  absl::StatusOr<std::unique_ptr<CudaBackend>> backend =
-      CudaBackend::Create(std::move(cuda));
-  if (!backend.ok()) return backend.status();
-  return std::unique_ptr<Backend>(*std::move(backend));
+  SAMPLER_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend,
+                           CudaBackend::Create(std::move(cuda)));
+  return std::unique_ptr<Backend>(std::move(backend));
 }
 #endif
 

@@ -9,6 +9,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sampler/kernels/status_macros.h"
+#include "server/request_parse.h"
+#include "server/stream_chunk.h"
 
 namespace sampler::server {
 namespace {
@@ -99,13 +102,12 @@ int64_t LargestServerChunkItems(const RequestLimits& limits) {
   open.max_items_per_stream = std::numeric_limits<int64_t>::max() / 4;
   const SeedSource seeds = [] { return uint64_t{1}; };
   int64_t largest = 1;
-  auto consider = [&](Kind kind,
-                      const absl::StatusOr<std::shared_ptr<Job>>& job) {
+  // `job`: a parse's answer; its type picks the stream unit.
+  auto consider = [&](const auto& job) {
     if (!job.ok() || *job == nullptr) return;
-    const int64_t units = ChunkSize(kind, **job, 0, open);
-    largest =
-        std::max(largest, units * (*job)->items /
-                              std::max<int64_t>(StreamUnits(kind, **job), 1));
+    const int64_t units = ChunkSize(**job, 0, open);
+    largest = std::max(largest, units * (*job)->items /
+                                    std::max<int64_t>(StreamUnits(**job), 1));
   };
   // The smallest units of each streamed kind give the most items per chunk:
   // float32 and float64 gamma samples, one-draw and many-draw categorical
@@ -118,9 +120,7 @@ int64_t LargestServerChunkItems(const RequestLimits& limits) {
     group->set_shape(1);
     group->set_scale(1);
     group->set_count(int64_t{1} << 40);
-    absl::StatusOr<std::shared_ptr<GammaJob>> job =
-        ParseGamma(gamma, open, seeds, /*streamed=*/true);
-    if (job.ok()) consider(Kind::kGamma, std::shared_ptr<Job>(*job));
+    consider(ParseGamma(gamma, open, seeds, /*streamed=*/true));
 
     for (const int draws : {1, 1024}) {
       v1::SampleCategoricalRequest categorical;
@@ -135,9 +135,7 @@ int64_t LargestServerChunkItems(const RequestLimits& limits) {
         categorical.mutable_values()->mutable_f64()->mutable_values()->Resize(
             rows, 1.0);
       }
-      absl::StatusOr<std::shared_ptr<CategoricalJob>> cjob =
-          ParseCategorical(categorical, open, seeds, /*streamed=*/true);
-      if (cjob.ok()) consider(Kind::kCategorical, std::shared_ptr<Job>(*cjob));
+      consider(ParseCategorical(categorical, open, seeds, /*streamed=*/true));
     }
   }
   v1::SampleBoardsRequest boards;
@@ -145,25 +143,18 @@ int64_t LargestServerChunkItems(const RequestLimits& limits) {
   boards.set_cols(1);
   boards.add_stones(1);
   boards.set_count(int64_t{1} << 40);
-  absl::StatusOr<std::shared_ptr<BoardsJob>> bjob =
-      ParseBoards(boards, open, seeds, /*streamed=*/true);
-  if (bjob.ok()) consider(Kind::kBoards, std::shared_ptr<Job>(*bjob));
+  consider(ParseBoards(boards, open, seeds, /*streamed=*/true));
   return largest;
 }
 
 absl::Status CheckServerFlags(const ServerFlags& f) {
-  if (absl::Status s = CheckListenAddress("--listen", f.listen,
-                                          /*allow_empty=*/false,
-                                          /*allow_unix=*/true);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          CheckListenAddress("--metrics_listen", f.metrics_listen,
-                             /*allow_empty=*/true, /*allow_unix=*/false);
-      !s.ok()) {
-    return s;
-  }
+  SAMPLER_RETURN_IF_ERROR(CheckListenAddress("--listen", f.listen,
+                                             /*allow_empty=*/false,
+                                             /*allow_unix=*/true));
+  SAMPLER_RETURN_IF_ERROR(CheckListenAddress("--metrics_listen",
+                                             f.metrics_listen,
+                                             /*allow_empty=*/true,
+                                             /*allow_unix=*/false));
   if (f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda") {
     return Bad("--backend", Quoted(f.backend), ": must be auto, cpu or cuda");
   }
@@ -193,7 +184,7 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
                     false),
            Duration("--handshake_timeout", f.handshake_timeout, false),
        }) {
-    if (!s.ok()) return s;
+    SAMPLER_RETURN_IF_ERROR(s);
   }
   // The quota must hold at least one largest message (a request of
   // --max_message_bytes is buffered whole before it is parsed).

@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "server/validate.h"
+#include "server/request_limits.h"
 
 namespace sampler::server {
 

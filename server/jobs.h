@@ -1,5 +1,5 @@
 // Typed jobs: a validated request (or one chunk of a streamed request), ready
-// to be batched and executed. Validation (validate.h) builds them from the
+// to be batched and executed. Parsing (request_parse.h) builds them from the
 // protos; the batcher groups them; a backend executes a batch of them and
 // writes each job's output straight into its response's memory.
 #ifndef SAMPLER_SERVER_JOBS_H_
@@ -106,6 +106,12 @@ struct GammaJob : Job {
   bool log_output = false;
   uint64_t first_sample = 0;  // within the request (chunks of a stream)
   std::variant<GammaWork<float>, GammaWork<double>> work;
+  // A whole streamed request with groups: the end of each group in samples
+  // (one entry per group), so that each chunk finds its first group by
+  // binary search rather than a walk over all groups (a stream may have
+  // millions of groups and thousands of chunks). Empty otherwise, chunks
+  // included; slicing then walks the groups.
+  std::vector<int64_t> group_ends;
 };
 
 template <typename T>

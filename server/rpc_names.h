@@ -1,7 +1,7 @@
 // The names of sampler.v1.SamplerService's RPCs, in one table: the handlers
 // (service.cc), the metrics' `method` label (metrics.h), MethodName(Kind)
-// (jobs.cc) and the streamed RPCs' names in messages (validate.cc) all take
-// them from here, so a renamed or added RPC changes one file.
+// (jobs.cc) and the streamed RPCs' names in messages (request_parse.cc) all
+// take them from here, so a renamed or added RPC changes one file.
 #ifndef SAMPLER_SERVER_RPC_NAMES_H_
 #define SAMPLER_SERVER_RPC_NAMES_H_
 

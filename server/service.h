@@ -17,8 +17,11 @@
 #include "server/backend.h"
 #include "server/batcher.h"
 #include "server/metrics.h"
+#include "server/request_limits.h"
+#include "server/request_parse.h"
+#include "server/response_bind.h"
 #include "server/stall_watch.h"
-#include "server/validate.h"
+#include "server/stream_chunk.h"
 
 namespace sampler::server {
 

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::server {
 namespace {
@@ -73,16 +74,15 @@ int NoPassphrase(char* /*buf*/, int /*size*/, int /*rwflag*/, void* /*u*/) {
 absl::StatusOr<std::vector<X509Ptr>> ReadCertificates(const char* flag,
                                                       const std::string& path,
                                                       std::string* pem) {
-  absl::StatusOr<std::string> text = ReadFlagFile(flag, path);
-  if (!text.ok()) return text.status();
-  std::vector<X509Ptr> certs = ParseCertificates(*text);
+  SAMPLER_ASSIGN_OR_RETURN(std::string text, ReadFlagFile(flag, path));
+  std::vector<X509Ptr> certs = ParseCertificates(text);
   if (certs.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--", flag, ": ", path,
                      " holds no PEM certificate (-----BEGIN "
                      "CERTIFICATE-----)"));
   }
-  *pem = *std::move(text);
+  *pem = std::move(text);
   return certs;
 }
 
@@ -107,15 +107,14 @@ absl::StatusOr<ServerSecurity> ServerSecurityFromFiles(const TlsFiles& files) {
   }
 
   std::string cert_pem;
-  absl::StatusOr<std::vector<X509Ptr>> chain =
-      ReadCertificates("tls_cert_file", files.cert_file, &cert_pem);
-  if (!chain.ok()) return chain.status();
+  SAMPLER_ASSIGN_OR_RETURN(
+      const std::vector<X509Ptr> chain,
+      ReadCertificates("tls_cert_file", files.cert_file, &cert_pem));
 
-  absl::StatusOr<std::string> key_pem =
-      ReadFlagFile("tls_key_file", files.key_file);
-  if (!key_pem.ok()) return key_pem.status();
+  SAMPLER_ASSIGN_OR_RETURN(std::string key_pem,
+                           ReadFlagFile("tls_key_file", files.key_file));
   KeyPtr key;
-  if (BioPtr bio = MemoryBio(*key_pem); bio != nullptr) {
+  if (BioPtr bio = MemoryBio(key_pem); bio != nullptr) {
     key.reset(
         PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassphrase, nullptr));
   }
@@ -125,14 +124,14 @@ absl::StatusOr<ServerSecurity> ServerSecurityFromFiles(const TlsFiles& files) {
         absl::StrCat("--tls_key_file: ", files.key_file,
                      " holds no unencrypted PEM private key"));
   }
-  if (X509_check_private_key(chain->front().get(), key.get()) != 1) {
+  if (X509_check_private_key(chain.front().get(), key.get()) != 1) {
     ERR_clear_error();
     return absl::InvalidArgumentError(absl::StrCat(
         "--tls_key_file: the key in ", files.key_file,
         " does not belong to the first certificate in --tls_cert_file ",
         files.cert_file));
   }
-  if (X509_cmp_current_time(X509_get0_notAfter(chain->front().get())) < 0) {
+  if (X509_cmp_current_time(X509_get0_notAfter(chain.front().get())) < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tls_cert_file: the certificate in ", files.cert_file,
                      " has expired"));
@@ -144,18 +143,18 @@ absl::StatusOr<ServerSecurity> ServerSecurityFromFiles(const TlsFiles& files) {
   security.description = "TLS";
   if (!files.client_ca_file.empty()) {
     std::string ca_pem;
-    absl::StatusOr<std::vector<X509Ptr>> cas =
-        ReadCertificates("tls_client_ca_file", files.client_ca_file, &ca_pem);
-    if (!cas.ok()) return cas.status();
+    SAMPLER_ASSIGN_OR_RETURN(
+        const std::vector<X509Ptr> cas,
+        ReadCertificates("tls_client_ca_file", files.client_ca_file, &ca_pem));
     options.client_certificate_request =
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
     options.pem_root_certs = std::move(ca_pem);
     security.description = absl::StrCat(
         "mutual TLS (client certificates required, verified against ",
-        cas->size(), cas->size() == 1 ? " CA)" : " CAs)");
+        cas.size(), cas.size() == 1 ? " CA)" : " CAs)");
   }
   options.pem_key_cert_pairs.push_back(
-      {*std::move(key_pem), std::move(cert_pem)});
+      {std::move(key_pem), std::move(cert_pem)});
   security.credentials = grpc::SslServerCredentials(options);
   return security;
 }

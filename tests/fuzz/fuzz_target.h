@@ -50,7 +50,8 @@
 #include "sampler/v1/sampler.pb.h"
 #include "server/cpu_backend.h"
 #include "server/jobs.h"
-#include "server/validate.h"
+#include "server/request_parse.h"
+#include "server/response_bind.h"
 
 namespace sampler::fuzz {
 

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "server/stream_chunk.h"
 #include "tests/fuzz/fuzz_checks.h"
 #include "tests/fuzz/fuzz_target.h"
 
@@ -46,7 +47,6 @@ struct CategoricalStream {
   using Request = v1::SampleCategoricalStreamRequest;
   using Chunk = v1::SampleCategoricalStreamResponse;
   using Job = server::CategoricalJob;
-  static constexpr server::Kind kKind = server::Kind::kCategorical;
   static constexpr const char* kField = "max_rows_per_chunk";
 
   static absl::StatusOr<std::shared_ptr<Job>> Parse(const Request& r) {
@@ -107,7 +107,6 @@ struct GammaStream {
   using Request = v1::SampleGammaStreamRequest;
   using Chunk = v1::SampleGammaStreamResponse;
   using Job = server::GammaJob;
-  static constexpr server::Kind kKind = server::Kind::kGamma;
   static constexpr const char* kField = "max_samples_per_chunk";
 
   static absl::StatusOr<std::shared_ptr<Job>> Parse(const Request& r) {
@@ -170,7 +169,6 @@ struct BoardsStream {
   using Request = v1::SampleBoardsStreamRequest;
   using Chunk = v1::SampleBoardsStreamResponse;
   using Job = server::BoardsJob;
-  static constexpr server::Kind kKind = server::Kind::kBoards;
   static constexpr const char* kField = "max_positions_per_chunk";
 
   static absl::StatusOr<std::shared_ptr<Job>> Parse(const Request& r) {
@@ -252,9 +250,9 @@ void FuzzStream(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(chunk_max.ok(), chunk_max.ToString());
 
-  const int64_t units = server::StreamUnits(S::kKind, whole);
+  const int64_t units = server::StreamUnits(whole);
   FUZZ_CHECK(units >= 1 && units <= whole.items, units, " units");
-  const int64_t n = server::ChunkSize(S::kKind, whole, client_max, limits);
+  const int64_t n = server::ChunkSize(whole, client_max, limits);
   FUZZ_CHECK(n >= 1 && n <= units, "chunk of ", n, " for ", units, " units");
   if (client_max > 0) FUZZ_CHECK(n <= client_max, n, " > ", client_max);
   const int64_t items_per_unit = whole.items / units;
@@ -316,9 +314,9 @@ void FuzzStream(const uint8_t* data, size_t size) {
   // for the device (PlanStream), one job each, and every piece is cut into
   // messages of n units. Message for message, the bytes must be those of
   // the chunks sliced and run one by one above.
-  const int64_t device = server::ChunkSize(S::kKind, whole, 0, limits);
+  const int64_t device = server::ChunkSize(whole, 0, limits);
   const server::StreamPlan plan =
-      server::PlanStream(S::kKind, whole, client_max, limits, 0);
+      server::PlanStream(whole, client_max, limits, 0);
   FUZZ_CHECK(plan.message == n, "message of ", plan.message, ", chunk ", n);
   FUZZ_CHECK(plan.piece >= plan.message && plan.piece % plan.message == 0 &&
                  plan.piece <= device,
