@@ -709,20 +709,8 @@ void CpuBackend::RunBatch(Batch<JobT> batch, BatchDone done) {
   Enqueue(std::move(plan));
 }
 
-void CpuBackend::Run(Batch<EnumerateJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CpuBackend::Run(Batch<CategoricalJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CpuBackend::Run(Batch<GammaJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CpuBackend::Run(Batch<DirichletJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CpuBackend::Run(Batch<BoardsJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
+void CpuBackend::Run(AnyBatch batch, BatchDone done) {
+  std::visit([&](auto& b) { RunBatch(std::move(b), std::move(done)); }, batch);
 }
 
 }  // namespace sampler::server

@@ -51,18 +51,14 @@ class CpuBackend : public Backend {
   // The number of threads: as many batches as can make progress at once.
   int Capacity() const override;
 
-  // Each queues the batch and returns at once; `done` is called exactly once
+  // Queues the batch and returns at once; `done` is called exactly once
   // from a pool thread (never from inside Run), with status OK, device "cpu"
   // and device_seconds = wall time from the start of the batch's planning to
   // the end of its last task. Per-job kernel failures go to job->status (a
   // failure in one piece of a cut job names the piece's range). `done` may
   // call Run again, also while the destructor drains the queue; other
   // threads must not call Run once destruction has begun.
-  void Run(Batch<EnumerateJob> batch, BatchDone done) override;
-  void Run(Batch<CategoricalJob> batch, BatchDone done) override;
-  void Run(Batch<GammaJob> batch, BatchDone done) override;
-  void Run(Batch<DirichletJob> batch, BatchDone done) override;
-  void Run(Batch<BoardsJob> batch, BatchDone done) override;
+  void Run(AnyBatch batch, BatchDone done) override;
 
  private:
   CpuBackend(int threads, std::string reason);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "sampler/kernels/cuda/status.h"
@@ -227,30 +228,19 @@ std::vector<Backend::PoolBytes> CudaBackend::PoolUsage() const {
 }
 
 // A batch becomes a task for a slot worker; the batch (and the jobs it
-// shares) lives in the task until the worker is done with it.
-template <typename JobT>
-void CudaBackend::RunBatch(Batch<JobT> batch, BatchDone done) {
-  const int64_t items = batch.items;
-  auto shared = std::make_shared<Batch<JobT>>(std::move(batch));
+// shares) lives in the task until the worker is done with it. The task runs
+// its kind's ExecuteOnGpu (cuda_exec.h).
+void CudaBackend::Run(AnyBatch batch, BatchDone done) {
+  const int64_t items =
+      std::visit([](const auto& b) { return b.items; }, batch);
+  auto shared = std::make_shared<AnyBatch>(std::move(batch));
   Submit(
-      items, [shared](CudaSlot& slot) { return ExecuteOnGpu(*shared, slot); },
+      items,
+      [shared](CudaSlot& slot) {
+        return std::visit([&slot](auto& b) { return ExecuteOnGpu(b, slot); },
+                          *shared);
+      },
       std::move(done));
-}
-
-void CudaBackend::Run(Batch<EnumerateJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CudaBackend::Run(Batch<CategoricalJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CudaBackend::Run(Batch<GammaJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CudaBackend::Run(Batch<DirichletJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CudaBackend::Run(Batch<BoardsJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
 }
 
 }  // namespace sampler::server
