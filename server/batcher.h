@@ -342,10 +342,6 @@ class Batcher {
     backend_->Run(std::move(batch), [this, jobs, items](BatchResult result) {
       metrics_->BatchExecuted(kind_, result.device, result.device_seconds,
                               result.status.ok() ? items : 0);
-      for (const Backend::PoolBytes& pool : backend_->PoolUsage()) {
-        metrics_->SetPoolBytes(pool.device, "used", pool.used);
-        metrics_->SetPoolBytes(pool.device, "reserved", pool.reserved);
-      }
       for (auto& job : *jobs) {
         job->done(result.status.ok() ? job->status : result.status);
       }

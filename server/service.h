@@ -17,6 +17,7 @@
 #include "server/backend.h"
 #include "server/batcher.h"
 #include "server/metrics.h"
+#include "server/pool_metrics.h"
 #include "server/stall_watch.h"
 #include "server/validate.h"
 
@@ -87,6 +88,10 @@ class SamplerServiceImpl final : public v1::SamplerService::CallbackService {
   Metrics* const metrics_;
   const SeedSource seeds_;
   QueueBudget budget_;
+  // What the batchers run on: backend_, recording its memory pools' usage
+  // after each batch. Declared before the batchers, which use it until they
+  // have drained.
+  PoolMetricsBackend pool_metered_;
   Batcher<EnumerateJob> enumerate_;
   Batcher<CategoricalJob> categorical_;
   Batcher<GammaJob> gamma_;
