@@ -19,6 +19,7 @@
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/enumerate.h"
 #include "sampler/kernels/gamma.h"
+#include "sampler/kernels/status_macros.h"
 #include "server/gamma_groups.h"
 #include "server/saturating.h"
 
@@ -177,10 +178,9 @@ absl::Status GammaUnitScale(const GammaJob& job, absl::Span<const T> shape,
   const std::vector<T> ones(std::min(kBlock, shape.size()), T(1));
   for (size_t i = 0; i < shape.size(); i += kBlock) {
     const size_t n = std::min(kBlock, shape.size() - i);
-    absl::Status s = kernels::SampleGammaCpu<T>(
+    SAMPLER_RETURN_IF_ERROR(kernels::SampleGammaCpu<T>(
         shape.subspan(i, n), absl::MakeConstSpan(ones).subspan(0, n),
-        job.log_output, job.seed, first_item + i, out.subspan(i, n));
-    if (!s.ok()) return s;
+        job.log_output, job.seed, first_item + i, out.subspan(i, n)));
   }
   return absl::OkStatus();
 }
@@ -459,18 +459,19 @@ absl::Status RunProblem(const EnumerateWork<T>& w, EnumerateProblem<T>& p) {
                                             p.terms.size(), " terms"));
   }
   const std::vector<kernels::PmfTerm<T>> terms = Terms(p);
-  absl::StatusOr<kernels::Pmf<T>> pmf = kernels::EnumerateCpu<T>(
-      absl::MakeConstSpan(terms), w.input_space, w.output_space);
-  if (!pmf.ok()) return pmf.status();
-  if (pmf->values.size() != p.out.size()) {
+  SAMPLER_ASSIGN_OR_RETURN(
+      const kernels::Pmf<T> pmf,
+      kernels::EnumerateCpu<T>(absl::MakeConstSpan(terms), w.input_space,
+                               w.output_space));
+  if (pmf.values.size() != p.out.size()) {
     // Validation sized the output from the same formula; a mismatch is a
     // bug, and writing past `out` is not an option.
-    return absl::InternalError(absl::StrCat("result has ", pmf->values.size(),
+    return absl::InternalError(absl::StrCat("result has ", pmf.values.size(),
                                             " elements but its output has ",
                                             p.out.size()));
   }
-  std::copy(pmf->values.begin(), pmf->values.end(), p.out.begin());
-  if (p.out_offset != nullptr) *p.out_offset = pmf->offset;
+  std::copy(pmf.values.begin(), pmf.values.end(), p.out.begin());
+  if (p.out_offset != nullptr) *p.out_offset = pmf.offset;
   return absl::OkStatus();
 }
 

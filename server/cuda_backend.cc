@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/status_macros.h"
 #include "server/cuda_exec.h"
 
 namespace sampler::server {
@@ -106,25 +107,16 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     }
     SAMPLER_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
     auto device = std::make_unique<Device>();
-    absl::StatusOr<DeviceInfo> info = Describe(index);
-    if (!info.ok()) return info.status();
-    device->info = *std::move(info);
-    absl::StatusOr<cudaMemPool_t> pool = CreatePool(index, options);
-    if (!pool.ok()) return pool.status();
-    device->pool = *pool;
+    SAMPLER_ASSIGN_OR_RETURN(device->info, Describe(index));
+    SAMPLER_ASSIGN_OR_RETURN(device->pool, CreatePool(index, options));
     for (int s = 0; s < options.streams_per_device; ++s) {
       auto slot = std::make_unique<CudaSlot>();
       slot->device = index;
       slot->pool = device->pool;
-      absl::StatusOr<kernels::cuda::Stream> stream =
-          kernels::cuda::Stream::Create();
-      if (!stream.ok()) return stream.status();
-      slot->stream = *std::move(stream);
+      SAMPLER_ASSIGN_OR_RETURN(slot->stream, kernels::cuda::Stream::Create());
       for (kernels::cuda::Event* e : {&slot->start, &slot->stop}) {
-        absl::StatusOr<kernels::cuda::Event> event =
-            kernels::cuda::Event::Create(/*timing=*/true);
-        if (!event.ok()) return event.status();
-        *e = *std::move(event);
+        SAMPLER_ASSIGN_OR_RETURN(*e,
+                                 kernels::cuda::Event::Create(/*timing=*/true));
       }
       device->slots.push_back(std::move(slot));
     }
