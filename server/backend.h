@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +44,13 @@ struct BatchResult {
 };
 using BatchDone = std::function<void(BatchResult)>;
 
+// A batch of any kind: what Backend::Run takes. A backend's per-kind code is
+// chosen by std::visit over it (overloads on Batch<JobT>), so adding a kind
+// is adding an alternative here and an overload in each backend.
+using AnyBatch =
+    std::variant<Batch<EnumerateJob>, Batch<CategoricalJob>, Batch<GammaJob>,
+                 Batch<DirichletJob>, Batch<BoardsJob>>;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -56,11 +64,8 @@ class Backend {
   // Execute a batch. Returns at once (or after a short enqueue); `done` is
   // called exactly once, from any thread. The jobs' inputs and outputs stay
   // alive until then.
-  virtual void Run(Batch<EnumerateJob> batch, BatchDone done) = 0;
-  virtual void Run(Batch<CategoricalJob> batch, BatchDone done) = 0;
-  virtual void Run(Batch<GammaJob> batch, BatchDone done) = 0;
-  virtual void Run(Batch<DirichletJob> batch, BatchDone done) = 0;
-  virtual void Run(Batch<BoardsJob> batch, BatchDone done) = 0;
+  // A Batch<JobT> converts to AnyBatch implicitly.
+  virtual void Run(AnyBatch batch, BatchDone done) = 0;
 
   // Bytes in the device memory pools by state ("used", "reserved"), per
   // device, for the sampler_device_pool_bytes gauge. Empty on the CPU.

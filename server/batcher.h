@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "sampler/kernels/status_macros.h"
 #include "server/backend.h"
 #include "server/jobs.h"
 #include "server/metrics.h"
@@ -68,8 +69,7 @@ class QueueBudget {
     auto held_it = held_.find(client);
     const int64_t held = held_it == held_.end() ? 0 : held_it->second;
     if (!force) {
-      absl::Status refusal = Check(client, held, items, now);
-      if (!refusal.ok()) return refusal;
+      SAMPLER_RETURN_IF_ERROR(Check(client, held, items, now));
     }
     held_[client] = held + items;
     used_ += items;
@@ -231,11 +231,8 @@ class Batcher {
           "capacity of ",
           budget_->max_items(), " (max_queued_items); split the request"));
     }
-    if (absl::Status admitted =
-            budget_->Acquire(job->client, job->items, admitted_stream_chunk);
-        !admitted.ok()) {
-      return admitted;
-    }
+    SAMPLER_RETURN_IF_ERROR(
+        budget_->Acquire(job->client, job->items, admitted_stream_chunk));
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (draining_) {
@@ -342,10 +339,6 @@ class Batcher {
     backend_->Run(std::move(batch), [this, jobs, items](BatchResult result) {
       metrics_->BatchExecuted(kind_, result.device, result.device_seconds,
                               result.status.ok() ? items : 0);
-      for (const Backend::PoolBytes& pool : backend_->PoolUsage()) {
-        metrics_->SetPoolBytes(pool.device, "used", pool.used);
-        metrics_->SetPoolBytes(pool.device, "reserved", pool.reserved);
-      }
       for (auto& job : *jobs) {
         job->done(result.status.ok() ? job->status : result.status);
       }

@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <limits>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/status_macros.h"
 #include "server/cuda_exec.h"
 
 namespace sampler::server {
@@ -105,25 +107,16 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     }
     SAMPLER_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
     auto device = std::make_unique<Device>();
-    absl::StatusOr<DeviceInfo> info = Describe(index);
-    if (!info.ok()) return info.status();
-    device->info = *std::move(info);
-    absl::StatusOr<cudaMemPool_t> pool = CreatePool(index, options);
-    if (!pool.ok()) return pool.status();
-    device->pool = *pool;
+    SAMPLER_ASSIGN_OR_RETURN(device->info, Describe(index));
+    SAMPLER_ASSIGN_OR_RETURN(device->pool, CreatePool(index, options));
     for (int s = 0; s < options.streams_per_device; ++s) {
       auto slot = std::make_unique<CudaSlot>();
       slot->device = index;
       slot->pool = device->pool;
-      absl::StatusOr<kernels::cuda::Stream> stream =
-          kernels::cuda::Stream::Create();
-      if (!stream.ok()) return stream.status();
-      slot->stream = *std::move(stream);
+      SAMPLER_ASSIGN_OR_RETURN(slot->stream, kernels::cuda::Stream::Create());
       for (kernels::cuda::Event* e : {&slot->start, &slot->stop}) {
-        absl::StatusOr<kernels::cuda::Event> event =
-            kernels::cuda::Event::Create(/*timing=*/true);
-        if (!event.ok()) return event.status();
-        *e = *std::move(event);
+        SAMPLER_ASSIGN_OR_RETURN(*e,
+                                 kernels::cuda::Event::Create(/*timing=*/true));
       }
       device->slots.push_back(std::move(slot));
     }
@@ -227,30 +220,19 @@ std::vector<Backend::PoolBytes> CudaBackend::PoolUsage() const {
 }
 
 // A batch becomes a task for a slot worker; the batch (and the jobs it
-// shares) lives in the task until the worker is done with it.
-template <typename JobT>
-void CudaBackend::RunBatch(Batch<JobT> batch, BatchDone done) {
-  const int64_t items = batch.items;
-  auto shared = std::make_shared<Batch<JobT>>(std::move(batch));
+// shares) lives in the task until the worker is done with it. The task runs
+// its kind's ExecuteOnGpu (cuda_exec.h).
+void CudaBackend::Run(AnyBatch batch, BatchDone done) {
+  const int64_t items =
+      std::visit([](const auto& b) { return b.items; }, batch);
+  auto shared = std::make_shared<AnyBatch>(std::move(batch));
   Submit(
-      items, [shared](CudaSlot& slot) { return ExecuteOnGpu(*shared, slot); },
+      items,
+      [shared](CudaSlot& slot) {
+        return std::visit([&slot](auto& b) { return ExecuteOnGpu(b, slot); },
+                          *shared);
+      },
       std::move(done));
-}
-
-void CudaBackend::Run(Batch<EnumerateJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CudaBackend::Run(Batch<CategoricalJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CudaBackend::Run(Batch<GammaJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CudaBackend::Run(Batch<DirichletJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
-}
-void CudaBackend::Run(Batch<BoardsJob> batch, BatchDone done) {
-  RunBatch(std::move(batch), std::move(done));
 }
 
 }  // namespace sampler::server

@@ -50,11 +50,7 @@ class CudaBackend : public Backend {
 
   BackendInfo Info() const override;
   int Capacity() const override;
-  void Run(Batch<EnumerateJob> batch, BatchDone done) override;
-  void Run(Batch<CategoricalJob> batch, BatchDone done) override;
-  void Run(Batch<GammaJob> batch, BatchDone done) override;
-  void Run(Batch<DirichletJob> batch, BatchDone done) override;
-  void Run(Batch<BoardsJob> batch, BatchDone done) override;
+  void Run(AnyBatch batch, BatchDone done) override;
   std::vector<PoolBytes> PoolUsage() const override;
 
  private:
@@ -63,8 +59,6 @@ class CudaBackend : public Backend {
   struct Device;
 
   explicit CudaBackend(CudaBackendOptions options);
-  template <typename JobT>
-  void RunBatch(Batch<JobT> batch, BatchDone done);
   void Submit(int64_t items, Task task, BatchDone done);
   void WorkerLoop(Device* device, CudaSlot* slot);
 

@@ -20,6 +20,7 @@
 #include "server/request_limits.h"
 #include "server/request_parse.h"
 #include "server/response_bind.h"
+#include "server/pool_metrics.h"
 #include "server/stall_watch.h"
 #include "server/stream_chunk.h"
 
@@ -90,6 +91,10 @@ class SamplerServiceImpl final : public v1::SamplerService::CallbackService {
   Metrics* const metrics_;
   const SeedSource seeds_;
   QueueBudget budget_;
+  // What the batchers run on: backend_, recording its memory pools' usage
+  // after each batch. Declared before the batchers, which use it until they
+  // have drained.
+  PoolMetricsBackend pool_metered_;
   Batcher<EnumerateJob> enumerate_;
   Batcher<CategoricalJob> categorical_;
   Batcher<GammaJob> gamma_;

@@ -1,8 +1,8 @@
 // Cancels server streams whose client has stopped reading (issue 9 item 2).
 //
-// A stream's window bounds the bytes it holds (service.cc), but not how long
-// it holds them: a client that opens a large stream and never reads keeps
-// its pieces, and the call, until its deadline, which may be never. The
+// A stream's window bounds the bytes it holds (stream_reactor.h), but not
+// how long it holds them: a client that opens a large stream and never reads
+// keeps its pieces, and the call, until its deadline, which may be never. The
 // watch looks at every registered stream a few times per timeout; one whose
 // write has been pending (no progress: the client's flow-control window is
 // full) for the whole --stream_stall_timeout is cancelled, logged and counted

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "sampler/kernels/boards.h"
 #include "sampler/kernels/gamma.h"
+#include "server/gamma_groups.h"
 #include "server/request_limits.h"
 #include "server/response_bind.h"
 #include "server/saturating.h"
@@ -208,33 +209,23 @@ std::shared_ptr<GammaJob> SliceGamma(const GammaJob& whole,
                               work.scale.begin() + end);
           }
         } else {
-          // The first group that ends after first_sample, and its start.
-          size_t g = 0;
-          int64_t start = 0;
+          // The first group that ends after first_sample, and its start,
+          // by binary search where the group ends are known.
+          GammaGroupStart from;
           if (ends.size() == work.groups.size()) {
-            g = static_cast<size_t>(
+            from.index = static_cast<size_t>(
                 std::upper_bound(ends.begin(), ends.end(), first_sample) -
                 ends.begin());
-            if (g < work.groups.size()) {
-              start = ends[g] - work.groups[g].count;
-            }
-          } else {
-            while (g < work.groups.size() &&
-                   start + work.groups[g].count <= first_sample) {
-              start += work.groups[g].count;
-              ++g;
+            if (from.index < work.groups.size()) {
+              from.first_sample =
+                  ends[from.index] - work.groups[from.index].count;
             }
           }
+          part.groups =
+              ClipGammaGroups<T>(work.groups, first_sample, last, from);
           int64_t covered = 0;
-          for (; g < work.groups.size() && start < last; ++g) {
-            const kernels::GammaGroup<T>& group = work.groups[g];
-            const int64_t from = std::max(start, first_sample);
-            const int64_t to = std::min(start + group.count, last);
-            if (to > from) {
-              part.groups.push_back({group.shape, group.scale, to - from});
-              covered += to - from;
-            }
-            start += group.count;
+          for (const kernels::GammaGroup<T>& group : part.groups) {
+            covered += group.count;
           }
           if (covered != samples) {
             fits = false;

@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -51,6 +52,13 @@ struct SeenBatch {
   int64_t items = 0;
 };
 
+// The kind of each batch type, as the fake backend records it.
+Kind KindOf(const Batch<EnumerateJob>&) { return Kind::kEnumerate; }
+Kind KindOf(const Batch<CategoricalJob>&) { return Kind::kCategorical; }
+Kind KindOf(const Batch<GammaJob>&) { return Kind::kGamma; }
+Kind KindOf(const Batch<DirichletJob>&) { return Kind::kDirichlet; }
+Kind KindOf(const Batch<BoardsJob>&) { return Kind::kBoards; }
+
 // A backend that records batches and completes them on demand. In auto mode
 // a completer thread completes each batch as it arrives (after `delay`),
 // never from inside Run, as the real backends do.
@@ -71,20 +79,9 @@ class FakeBackend : public Backend {
   BackendInfo Info() const override { return {"fake", {}, "test"}; }
   int Capacity() const override { return capacity_; }
 
-  void Run(Batch<EnumerateJob> batch, BatchDone done) override {
-    Record(Kind::kEnumerate, batch, std::move(done));
-  }
-  void Run(Batch<CategoricalJob> batch, BatchDone done) override {
-    Record(Kind::kCategorical, batch, std::move(done));
-  }
-  void Run(Batch<GammaJob> batch, BatchDone done) override {
-    Record(Kind::kGamma, batch, std::move(done));
-  }
-  void Run(Batch<DirichletJob> batch, BatchDone done) override {
-    Record(Kind::kDirichlet, batch, std::move(done));
-  }
-  void Run(Batch<BoardsJob> batch, BatchDone done) override {
-    Record(Kind::kBoards, batch, std::move(done));
+  void Run(AnyBatch batch, BatchDone done) override {
+    std::visit([&](const auto& b) { Record(KindOf(b), b, std::move(done)); },
+               batch);
   }
 
   // Auto mode completes every pending and future batch with `status` after

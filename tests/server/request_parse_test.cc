@@ -161,7 +161,7 @@ TEST(ValidateCategorical, BadRequestsNameFieldIndexAndValue) {
 }
 
 // Issue 9 item 9: scale 1e308 answered +inf samples with OK. The rule
-// (validate.cc, CheckGammaOverflow): scale * (shape + 10 sqrt(shape) + 50)
+// (request_parse.cc, CheckGammaOverflow): scale * (shape + 10 sqrt(shape) + 50)
 // must be finite in the request's precision, unless log_output is asked for.
 TEST(ValidateGamma, ParametersWhoseSamplesOverflowAreRefused) {
   const std::vector<BadCase> cases = {
