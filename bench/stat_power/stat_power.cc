@@ -46,6 +46,7 @@
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/cuda/boards.h"
 #include "sampler/kernels/cuda/categorical.h"
+#include "sampler/kernels/cuda/dirichlet.h"
 #include "sampler/kernels/cuda/gamma.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/gamma.h"

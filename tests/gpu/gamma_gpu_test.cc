@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "sampler/kernels/cuda/dirichlet.h"
 #include "sampler/kernels/cuda/gamma.h"
 #include "sampler/kernels/cuda/raii.h"
 #include "sampler/kernels/cuda/status.h"
