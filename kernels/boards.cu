@@ -57,7 +57,9 @@
 #include "sampler/kernels/boards_core.h"
 #include "sampler/kernels/common.h"
 #include "sampler/kernels/cuda/boards.h"
+#include "sampler/kernels/cuda/launch.h"
 #include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/cuda/warp.cuh"
 #include "sampler/kernels/philox.h"
 
 namespace sampler::kernels::cuda {
@@ -110,10 +112,8 @@ __device__ __forceinline__ int GroupSum(int v) {
             ? 0xffffffffu
             : ((1u << kLanes) - 1u)
                   << (lane & ~static_cast<unsigned>(kLanes - 1));
-#pragma unroll
-    for (int offset = kLanes / 2; offset > 0; offset /= 2) {
-      v += __shfl_xor_sync(mask, v, offset);
-    }
+    v = WarpButterfly<ButterflyOrder::kHighToLow, kLanes>(v, WarpPlus<int>(),
+                                                          mask);
   }
   return v;
 }
@@ -512,29 +512,19 @@ struct RunShape {
   int64_t min_count = 0;  // Over the segments with positions.
 };
 
+// A persistent grid: a position per group of kLanes lanes and pass.
 template <int kLanes, int kPer, int kMinBlocks, int kLoop>
-absl::StatusOr<int64_t> GridBlocks(int64_t items, int max_blocks) {
-  int device = 0;
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  int sms = 0;
-  SAMPLER_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  int per_sm = 0;
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, SampleBoardsKernel<kLanes, kPer, kMinBlocks, kLoop>,
-      kBlockThreads, 0));
-  constexpr int64_t kGroupsPerBlock = kBlockThreads / kLanes;
-  int64_t blocks = (items + kGroupsPerBlock - 1) / kGroupsPerBlock;
-  blocks = std::min<int64_t>(blocks, int64_t{std::max(per_sm, 1)} * sms);
-  if (max_blocks > 0) blocks = std::min<int64_t>(blocks, max_blocks);
-  return blocks;
+absl::StatusOr<int> GridBlocks(int64_t items, int max_blocks) {
+  return ResidentGridBlocks(SampleBoardsKernel<kLanes, kPer, kMinBlocks, kLoop>,
+                            kBlockThreads, items, kBlockThreads / kLanes,
+                            max_blocks);
 }
 
 template <int kLanes, int kPer, int kMinBlocks, int kLoop>
 absl::Status LaunchLoop(const BoardSegment* segs, int num_segs, int64_t begin,
                         int64_t end, uint64_t* out, cudaStream_t stream,
                         int max_blocks) {
-  absl::StatusOr<int64_t> blocks =
+  absl::StatusOr<int> blocks =
       GridBlocks<kLanes, kPer, kMinBlocks, kLoop>(end - begin, max_blocks);
   if (!blocks.ok()) return blocks.status();
   SampleBoardsKernel<kLanes, kPer, kMinBlocks, kLoop>
@@ -563,11 +553,10 @@ absl::Status LaunchVariant(const BoardSegment* segs, int num_segs,
     // otherwise it takes the divergent path anyway, plus the masked work.
     loop = BoardLoop::kFlatDivergent;
     if (kLanes == 1 && shape.max_colours == 1) {
-      absl::StatusOr<int64_t> blocks =
-          GridBlocks<kLanes, kPer, kMinBlocks, kFlat>(end - begin,
-                                                      options.max_blocks);
+      absl::StatusOr<int> blocks = GridBlocks<kLanes, kPer, kMinBlocks, kFlat>(
+          end - begin, options.max_blocks);
       if (!blocks.ok()) return blocks.status();
-      const int64_t stride = *blocks * (kBlockThreads / kLanes);
+      const int64_t stride = int64_t{*blocks} * (kBlockThreads / kLanes);
       if (shape.min_count >= 4 * stride) loop = BoardLoop::kFlat;
     }
   }

@@ -88,16 +88,18 @@
 #include "sampler/kernels/categorical_core.h"
 #include "sampler/kernels/common.h"
 #include "sampler/kernels/cuda/categorical.h"
+#include "sampler/kernels/cuda/launch.h"
 #include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/cuda/warp.cuh"
 #include "sampler/kernels/detmath.h"
 #include "sampler/kernels/philox.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::kernels::cuda {
 namespace {
 
 namespace cat = ::sampler::kernels::categorical;
 
-constexpr unsigned kFullMask = 0xffffffffu;
 // Four warps per block: shared memory is per warp, so small blocks waste
 // less of it to block granularity.
 constexpr int kWarpsPerBlock = 4;
@@ -177,15 +179,9 @@ __device__ __forceinline__ T Staged(U bits) {
 }
 
 template <typename T>
-struct Plus {
-  __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
-};
+using Plus = WarpPlus<T>;
 template <typename T>
-struct Max {
-  __device__ __forceinline__ T operator()(T a, T b) const {
-    return b > a ? b : a;
-  }
-};
+using Max = WarpMax<T>;
 
 // Algorithm 8, lines 13-23, in place. On entry a[k] holds column `lane` of
 // row k's block; on exit a[31] holds op-reduction of row `lane`'s block and,
@@ -303,7 +299,7 @@ __device__ __forceinline__ void LoadTransposed(
     if constexpr (kSameBlock) {
       v = *ptr;
     } else {
-      v = ptr[kWarpSize * __shfl_sync(kFullMask, block, k)];
+      v = ptr[kWarpSize * WarpBroadcast(block, k)];
     }
     a[k] = convert(k, !kZeroOutside || ((valid >> k) & 1u) ? v : T(0), a[k]);
   }
@@ -694,10 +690,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int64_t j = lane; j < categories; j += kWarpSize) {
       row_max = Max<T>()(row_max, row[j]);
     }
-#pragma unroll
-    for (int bit = 1; bit < kWarpSize; bit *= 2) {
-      row_max = Max<T>()(row_max, __shfl_xor_sync(kFullMask, row_max, bit));
-    }
+    row_max = WarpMaxOf<ButterflyOrder::kLowToHigh>(row_max);
   }
 
   // The row scale: the remnant's double sum in order, lane l's column sum,
@@ -705,11 +698,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   // either order: the same double).
   const T my_weight =
       lane < remnant ? ToWeight(row[lane], logits, row_max) : T(0);
-  double scale_sum = 0;
-  for (int j = 0; j < remnant; ++j) {
-    scale_sum =
-        scale_sum + static_cast<double>(__shfl_sync(kFullMask, my_weight, j));
-  }
+  double scale_sum = WarpSumInLaneOrder(0.0, my_weight, remnant);
   if (blocks > 0) {
     double column = 0;
     for (int64_t b = 0; b < blocks; ++b) {
@@ -717,22 +706,15 @@ __global__ void __launch_bounds__(kBlockThreads)
                             __ldg(row + remnant + kWarpSize * b + lane), logits,
                             row_max));
     }
-#pragma unroll
-    for (int bit = 1; bit < kWarpSize; bit *= 2) {
-      column = column + __shfl_xor_sync(kFullMask, column, bit);
-    }
-    scale_sum = scale_sum + column;
+    scale_sum = scale_sum + WarpSum<ButterflyOrder::kLowToHigh>(column);
   }
   const int scale = cat::RowScale(scale_sum);
 
   // Remnant prefixes: lane j keeps P_j; everyone gets P_{R-1}.
   const U my_q = cat::QuantizeWeight(my_weight, scale);
-  U my_prefix = 0;
-  U remnant_total = 0;
-  for (int j = 0; j < remnant; ++j) {
-    remnant_total = remnant_total + __shfl_sync(kFullMask, my_q, j);
-    if (lane == j) my_prefix = remnant_total;
-  }
+  U remnant_total;
+  const U my_prefix =
+      WarpInclusiveScanInLaneOrder(my_q, remnant, lane, &remnant_total);
 
   // Block totals: an xor butterfly gives every lane the aligned pairwise
   // tree sums of its group, the root at the end. Eight loads in flight.
@@ -749,12 +731,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
       if (b0 + i < blocks) {
-        U s = cat::QuantizeWeight(ToWeight(v[i], logits, row_max), scale);
-#pragma unroll
-        for (int bit = 1; bit < kWarpSize; bit *= 2) {
-          s = s + __shfl_xor_sync(kFullMask, s, bit);
-        }
-        total = total + s;
+        const U s = cat::QuantizeWeight(ToWeight(v[i], logits, row_max), scale);
+        total = total + WarpSum<ButterflyOrder::kLowToHigh>(s);
         if (lane == 0) ends[b0 + i] = total;
       }
     }
@@ -836,12 +814,8 @@ absl::Status LaunchOne(void (*kernel)(KernelParams<T>), KernelParams<T> params,
   params.smem_warp_elems = warp_elems;
   const size_t smem = static_cast<size_t>(kWarpsPerBlock) *
                       static_cast<size_t>(warp_elems) * sizeof(U);
-  // Past 48 KiB a block needs the function's dynamic limit raised.
-  if (smem > 48 * 1024) {
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(smem)));
-  }
+  SAMPLER_RETURN_IF_ERROR(
+      AllowDynamicSharedMemory(reinterpret_cast<const void*>(kernel), smem));
   kernel<<<dim3(static_cast<unsigned>(grid)), kBlockThreads, smem, stream>>>(
       params);
   SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();

@@ -1,6 +1,8 @@
 // CUDA enumeration (cuda/enumerate.h): the direct warp-cooperative
 // convolution in linear and log space, the copy of one-term problems, the
-// cuFFT path, the host-side planning of a segmented batch and the launcher.
+// cuFFT path's kernels, and the launcher. The host-side planning of a
+// segmented batch is enumerate_plan.cc (the configurations both share:
+// cuda/enumerate_plan.h), the cuFFT plans enumerate_fft_plans.cc.
 //
 // The direct kernel. r_k = sum_j x_j y_{k-j}, x the shorter operand (LX <=
 // LY). A warp takes a task: a tile of TW = NG * R consecutive outputs
@@ -61,50 +63,44 @@
 // order, a fixed butterfly), no floating-point atomics; a problem's kernel
 // configuration is a function of its own sizes.
 #include <cuda_runtime.h>
-#include <cufft.h>
-#include <dlfcn.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <numeric>
-#include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/types/span.h"
 #include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/cuda/enumerate_plan.h"
+#include "sampler/kernels/cuda/launch.h"
 #include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/cuda/warp.cuh"
 #include "sampler/kernels/enumerate.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::kernels::cuda {
 
+using enumerate_internal::DirectConfigDef;
 using enumerate_internal::FftProblem;
 using enumerate_internal::FftSignal;
 using enumerate_internal::kAInScratch;
+using enumerate_internal::kDirectConfigDefs;
 using enumerate_internal::kDstScratch;
 using enumerate_internal::kInLog;
+using enumerate_internal::kLogGroups;
+using enumerate_internal::kNumDirectConfigs;
 using enumerate_internal::kOutLog;
 using enumerate_internal::Launch;
 using enumerate_internal::LaunchKind;
+using enumerate_internal::Log2;
 using enumerate_internal::StepProblem;
 using enumerate_internal::Task;
 
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kWarpSize = 32;      // compile-time: unrolled shuffle loops
 constexpr int kWarpsPerBlock = 4;  // warps are independent; 4 keeps
                                    // blocks small for the tail
 constexpr int kMaxBlocks = 1 << 20;
@@ -170,42 +166,6 @@ struct Shape {
                 "the output staging reuses the task's slot");
 };
 
-struct DirectConfigDef {
-  int g, r, sw, q;
-  bool small_chunks;  // x chunks of 64 (single-chunk small problems)
-  const char* name;
-};
-
-// The direct configurations (the template instantiations). Index = config.
-constexpr DirectConfigDef kDirectConfigDefs[] = {
-    {1, 5, 2, 2, true, "g1r5x2q2 (sub-warps)"},
-    {1, 5, 2, 1, true, "g1r5x2q1 (sub-warps)"},
-    {1, 3, 1, 2, true, "g1r3q2"},
-    {1, 3, 1, 1, false, "g1r3"},
-    {1, 5, 1, 1, false, "g1r5"},
-    {1, 7, 1, 1, false, "g1r7"},
-    {1, 9, 1, 1, false, "g1r9"},
-    {1, 15, 1, 1, false, "g1r15"},
-    {2, 9, 1, 1, false, "g2r9"},
-    {2, 15, 1, 1, false, "g2r15"},
-    {4, 15, 1, 1, false, "g4r15"},
-    {8, 7, 1, 1, false, "g8r7"},
-    {32, 1, 1, 1, false, "g32r1 (lecture v3)"},
-};
-constexpr int kNumDirectConfigs =
-    sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
-
-constexpr EnumerateDirectConfig PublicConfig(const DirectConfigDef& d) {
-  return {d.g, d.r, d.sw, d.q, d.name};
-}
-template <int... I>
-constexpr std::array<EnumerateDirectConfig, sizeof...(I)> PublicConfigs(
-    std::integer_sequence<int, I...>) {
-  return {PublicConfig(kDirectConfigDefs[I])...};
-}
-constexpr std::array<EnumerateDirectConfig, kNumDirectConfigs> kDirectConfigs =
-    PublicConfigs(std::make_integer_sequence<int, kNumDirectConfigs>{});
-
 template <int C, bool kF32>
 constexpr int ChunkTarget() {
   return kDirectConfigDefs[C].small_chunks
@@ -213,9 +173,8 @@ constexpr int ChunkTarget() {
              : (kF32 ? 1024 : 512);
 }
 
-// Log-space configurations: G members per output, NG outputs per tile.
-constexpr int kLogGroups[] = {1, 4};
-
+// A log-space configuration (kLogGroups): G members per output, NG outputs
+// per tile.
 template <int G>
 struct LogShape {
   static constexpr int NG = kWarpSize / G;
@@ -650,11 +609,9 @@ __device__ __forceinline__ void RunTask(const DeviceArgs<T>& args,
   // Sum each group's members: a butterfly over the member bits of the
   // lane index (lane = member * NG + group; sub-warps have G = 1, so none).
 #pragma unroll
-  for (int m = NG; m < LT; m <<= 1) {
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      acc.total[i] += __shfl_xor_sync(kFullMask, acc.total[i], m);
-    }
+  for (int i = 0; i < R; ++i) {
+    acc.total[i] = WarpButterfly<ButterflyOrder::kLowToHigh, LT, NG>(
+        acc.total[i], WarpPlus<double>());
   }
   // Every member now holds its group's totals. Stage the tile in the slot
   // (member m stores the outputs i = m mod G) and write it out coalesced.
@@ -820,7 +777,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
       jc += span;
     }
     // Combine the members' (max, sum): symmetric, so both partners of a
-    // butterfly step get the same bits.
+    // butterfly step get the same bits. (Two values per step and a combine
+    // of both: not a WarpButterfly.)
 #pragma unroll
     for (int mask = NG; mask < kWarpSize; mask <<= 1) {
       const double omx = __shfl_xor_sync(kFullMask, mx, mask);
@@ -996,12 +954,6 @@ KernelEntry LogKernelFor(int config) {
   return table[config];
 }
 
-int TileOutputs(LaunchKind kind, int config) {
-  if (kind == LaunchKind::kLog) return kWarpSize / kLogGroups[config];
-  const DirectConfigDef& c = kDirectConfigDefs[config];
-  return kWarpSize / c.sw / c.g * c.r;
-}
-
 // Launches `entry` over `tasks` warps' worth of work.
 template <typename T>
 absl::Status LaunchEntry(const KernelEntry& entry, const DeviceArgs<T>& args,
@@ -1010,11 +962,8 @@ absl::Status LaunchEntry(const KernelEntry& entry, const DeviceArgs<T>& args,
     return absl::InternalError("enumerate: no kernel for this configuration");
   }
   if (args.num_tasks == 0) return absl::OkStatus();
-  if (entry.smem_bytes > 48 * 1024) {
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-        entry.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        entry.smem_bytes));
-  }
+  SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(
+      entry.fn, static_cast<size_t>(entry.smem_bytes)));
   const int64_t per_block =
       static_cast<int64_t>(kWarpsPerBlock) * entry.tasks_per_warp;
   const int64_t blocks64 = (args.num_tasks + per_block - 1) / per_block;
@@ -1028,554 +977,7 @@ absl::Status LaunchEntry(const KernelEntry& entry, const DeviceArgs<T>& args,
   return absl::OkStatus();
 }
 
-// ------------------------------------------------------ planning ----
-
-// The automatic direct configuration for a linear step with shorter
-// operand lx and longer ly (both at least 1), a function of the sizes only
-// (so a problem's bits never depend on its batch). Indices into
-// kDirectConfigDefs; the thresholds come from bench/results/
-// enumerate-kernel.md.
-int AutoLinearConfig(int64_t lx, int64_t ly) {
-  (void)ly;
-  if (lx <= 40) return 1;    // g1r5x2q1: two problems per warp
-  if (lx <= 64) return 2;    // g1r3q2
-  if (lx <= 512) return 4;   // g1r5
-  if (lx <= 2048) return 5;  // g1r7
-  return 9;                  // g2r15
-}
-
-int AutoLogConfig(int64_t lx) { return lx <= 64 ? 0 : 1; }
-
-constexpr size_t Align(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
-// ------------------------------------------------------ cuFFT ----
-//
-// cuFFT is loaded at run time: its library is large (hundreds of MB) and
-// only the FFT path needs it, so a missing library disables that path
-// instead of the binary.
-
-struct CufftApi {
-  decltype(&cufftCreate) create = nullptr;
-  decltype(&cufftDestroy) destroy = nullptr;
-  decltype(&cufftSetAutoAllocation) set_auto_allocation = nullptr;
-  decltype(&cufftMakePlanMany) make_plan_many = nullptr;
-  decltype(&cufftSetWorkArea) set_work_area = nullptr;
-  decltype(&cufftSetStream) set_stream = nullptr;
-  decltype(&cufftExecD2Z) exec_d2z = nullptr;
-  decltype(&cufftExecZ2D) exec_z2d = nullptr;
-  decltype(&cufftEstimate1d) estimate_1d = nullptr;
-  bool ok = false;
-};
-
-const CufftApi& Cufft() {
-  static const CufftApi api = [] {
-    CufftApi a;
-    void* lib = nullptr;
-    for (const char* name : {"libcufft.so.12", "libcufft.so.13",
-                             "libcufft.so.11", "libcufft.so"}) {
-      lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (lib != nullptr) break;
-    }
-    if (lib == nullptr) return a;
-    auto get = [lib](auto* fn, const char* name) {
-      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(
-          dlsym(lib, name));
-      return *fn != nullptr;
-    };
-    a.ok = get(&a.create, "cufftCreate") && get(&a.destroy, "cufftDestroy") &&
-           get(&a.set_auto_allocation, "cufftSetAutoAllocation") &&
-           get(&a.make_plan_many, "cufftMakePlanMany") &&
-           get(&a.set_work_area, "cufftSetWorkArea") &&
-           get(&a.set_stream, "cufftSetStream") &&
-           get(&a.exec_d2z, "cufftExecD2Z") &&
-           get(&a.exec_z2d, "cufftExecZ2D") &&
-           get(&a.estimate_1d, "cufftEstimate1d");
-    return a;
-  }();
-  return api;
-}
-
-absl::Status CufftStatus(cufftResult r, const char* what) {
-  if (r == CUFFT_SUCCESS) return absl::OkStatus();
-  if (r == CUFFT_ALLOC_FAILED) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cuFFT ", what, ": allocation failed"));
-  }
-  return absl::InternalError(
-      absl::StrCat("cuFFT ", what, " failed with code ", static_cast<int>(r)));
-}
-
-int Log2(int64_t n) {
-  int k = 0;
-  while ((int64_t{1} << k) < n) ++k;
-  return k;
-}
-
 }  // namespace
-
-absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs() {
-  return absl::MakeConstSpan(kDirectConfigs);
-}
-
-// ------------------------------------------------- EnumerateFftPlans ----
-
-absl::StatusOr<std::unique_ptr<EnumerateFftPlans>> EnumerateFftPlans::Create() {
-  if (!Cufft().ok) {
-    return absl::UnavailableError(
-        "cuFFT (libcufft.so) could not be loaded: the FFT path is off");
-  }
-  return std::unique_ptr<EnumerateFftPlans>(new EnumerateFftPlans());
-}
-
-EnumerateFftPlans::~EnumerateFftPlans() {
-  for (const auto& [key, handle] : plans_) Cufft().destroy(handle);
-}
-
-absl::StatusOr<size_t> EnumerateFftPlans::WorkBytes(int64_t n, int64_t count) {
-  const CufftApi& api = Cufft();
-  if (!api.ok) return absl::UnavailableError("cuFFT not loaded");
-  size_t most = 0;
-  for (int k = 0; (int64_t{1} << k) <= count; ++k) {
-    if ((count >> k & 1) == 0) continue;
-    for (cufftType type : {CUFFT_D2Z, CUFFT_Z2D}) {
-      size_t bytes = 0;
-      if (absl::Status s = CufftStatus(
-              api.estimate_1d(static_cast<int>(n), type, 1 << k, &bytes),
-              "estimate");
-          !s.ok()) {
-        return s;
-      }
-      most = std::max(most, bytes);
-    }
-  }
-  return most;
-}
-
-absl::Status EnumerateFftPlans::Ensure(int64_t n, int64_t count, bool inverse) {
-  const CufftApi& api = Cufft();
-  for (int k = 0; (int64_t{1} << k) <= count; ++k) {
-    if ((count >> k & 1) == 0) continue;
-    const auto key = std::make_tuple(n, int64_t{1} << k, inverse);
-    if (plans_.count(key) != 0) continue;
-    cufftHandle h;
-    if (absl::Status s = CufftStatus(api.create(&h), "create"); !s.ok()) {
-      return s;
-    }
-    int dims[1] = {static_cast<int>(n)};
-    size_t work = 0;
-    cufftResult r = api.set_auto_allocation(h, 0);
-    if (r == CUFFT_SUCCESS) {
-      r = api.make_plan_many(h, 1, dims, nullptr, 1, 0, nullptr, 1, 0,
-                             inverse ? CUFFT_Z2D : CUFFT_D2Z, 1 << k, &work);
-    }
-    if (absl::Status s = CufftStatus(r, "plan"); !s.ok()) {
-      api.destroy(h);
-      return s;
-    }
-    plans_[key] = h;
-  }
-  return absl::OkStatus();
-}
-
-template <typename T>
-absl::Status EnumerateFftPlans::Prepare(const EnumerateBatch<T>& batch) {
-  if (batch.launches == nullptr) return absl::OkStatus();
-  for (const Launch& l : *batch.launches) {
-    if (l.kind != LaunchKind::kFft) continue;
-    if (absl::Status s = Ensure(l.fft_length, l.fft_signals, false); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = Ensure(l.fft_length, l.fft_problems, true); !s.ok()) {
-      return s;
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status EnumerateFftPlans::Forward(int64_t n, int64_t count, double* real,
-                                        void* complex, void* work,
-                                        cudaStream_t stream) {
-  const CufftApi& api = Cufft();
-  const int64_t bins = n / 2 + 1;
-  int64_t done = 0;
-  for (int k = 62; k >= 0; --k) {
-    if ((count >> k & 1) == 0) continue;
-    const auto it = plans_.find(std::make_tuple(n, int64_t{1} << k, false));
-    if (it == plans_.end()) {
-      return absl::FailedPreconditionError(
-          "enumerate: FFT plan missing (call EnumerateFftPlans::Prepare)");
-    }
-    const cufftHandle h = it->second;
-    if (absl::Status s = CufftStatus(api.set_stream(h, stream), "stream");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CufftStatus(api.set_work_area(h, work), "work area");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s =
-            CufftStatus(api.exec_d2z(h, real + done * n,
-                                     static_cast<cufftDoubleComplex*>(complex) +
-                                         done * bins),
-                        "D2Z");
-        !s.ok()) {
-      return s;
-    }
-    done += int64_t{1} << k;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status EnumerateFftPlans::Inverse(int64_t n, int64_t count, void* complex,
-                                        double* real, void* work,
-                                        cudaStream_t stream) {
-  const CufftApi& api = Cufft();
-  const int64_t bins = n / 2 + 1;
-  int64_t done = 0;
-  for (int k = 62; k >= 0; --k) {
-    if ((count >> k & 1) == 0) continue;
-    const auto it = plans_.find(std::make_tuple(n, int64_t{1} << k, true));
-    if (it == plans_.end()) {
-      return absl::FailedPreconditionError(
-          "enumerate: FFT plan missing (call EnumerateFftPlans::Prepare)");
-    }
-    const cufftHandle h = it->second;
-    if (absl::Status s = CufftStatus(api.set_stream(h, stream), "stream");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CufftStatus(api.set_work_area(h, work), "work area");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CufftStatus(
-            api.exec_z2d(
-                h, static_cast<cufftDoubleComplex*>(complex) + done * bins,
-                real + done * n),
-            "Z2D");
-        !s.ok()) {
-      return s;
-    }
-    done += int64_t{1} << k;
-  }
-  return absl::OkStatus();
-}
-
-// ------------------------------------------------ EnumerateBatchBuilder ----
-
-template <typename T>
-absl::StatusOr<int> EnumerateBatchBuilder<T>::Add(
-    absl::Span<const PmfTerm<T>> terms, ProbSpace in, ProbSpace out) {
-  if (finished_) {
-    return absl::FailedPreconditionError("enumerate batch already finished");
-  }
-  if (out != ProbSpace::kLinear && out != ProbSpace::kLog) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("output space = ", static_cast<int>(out),
-                     ": unknown probability space"));
-  }
-  if (absl::Status s = ValidateEnumerate<T>(terms, in); !s.ok()) return s;
-  if (terms.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()) ||
-      problems_.size() >=
-          static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    return absl::ResourceExhaustedError("enumerate batch too large");
-  }
-  EnumerateProblem p;
-  p.num_terms = static_cast<int32_t>(terms.size());
-  p.in = in;
-  p.out = out;
-  p.out_length = 1;
-  Pending pending{static_cast<int32_t>(terms_.size()), p.num_terms};
-  for (const PmfTerm<T>& t : terms) {
-    p.support_offset += t.offset;  // validated: no overflow
-    p.out_length += static_cast<int64_t>(t.values.size()) - 1;
-    terms_.push_back({static_cast<int64_t>(values_.size()),
-                      static_cast<int32_t>(t.values.size())});
-    values_.insert(values_.end(), t.values.begin(), t.values.end());
-  }
-  p.out_begin = total_out_;
-  total_out_ += p.out_length;
-  problems_.push_back(p);
-  pending_.push_back(pending);
-  return static_cast<int>(problems_.size() - 1);
-}
-
-template <typename T>
-absl::Status EnumerateBatchBuilder<T>::PlanFft(int64_t* scratch_doubles) {
-  // Which problems: linear in and out, at least two terms, by the method.
-  std::map<int64_t, std::vector<int32_t>> by_length;  // n -> problems
-  for (size_t p = 0; p < problems_.size(); ++p) {
-    EnumerateProblem& prob = problems_[p];
-    if (prob.in != ProbSpace::kLinear || prob.out != ProbSpace::kLinear ||
-        prob.num_terms < 2) {
-      continue;
-    }
-    const bool want =
-        options_.method == EnumerateMethod::kFft ||
-        (options_.method == EnumerateMethod::kAuto && options_.allow_fft &&
-         prob.out_length >= options_.fft_min_length);
-    if (!want) continue;
-    if (options_.method == EnumerateMethod::kAuto && !Cufft().ok) continue;
-    prob.fft = true;
-    by_length[int64_t{1} << Log2(std::max<int64_t>(prob.out_length, 16))]
-        .push_back(static_cast<int32_t>(p));
-  }
-  if (by_length.empty()) return absl::OkStatus();
-  if (!Cufft().ok) {
-    return absl::UnavailableError(
-        "enumerate: the FFT method needs cuFFT, which could not be loaded");
-  }
-  size_t work = 0;
-  for (const auto& [n, members] : by_length) {
-    Launch l;
-    l.kind = LaunchKind::kFft;
-    l.fft_length = n;
-    l.fft_problems = static_cast<int64_t>(members.size());
-    l.fft_signal_begin = static_cast<int64_t>(fft_signals_.size());
-    l.fft_problem_begin = static_cast<int64_t>(fft_problems_.size());
-    int32_t sig = 0;
-    for (int32_t p : members) {
-      const Pending& pd = pending_[p];
-      fft_problems_.push_back({problems_[p].out_begin, sig, pd.num_terms,
-                               static_cast<int32_t>(problems_[p].out_length),
-                               p});
-      for (int32_t t = 0; t < pd.num_terms; ++t) {
-        const Term& term = terms_[pd.first_term + t];
-        fft_signals_.push_back({term.values, term.length, 0});
-      }
-      sig += pd.num_terms;
-    }
-    l.fft_signals = sig;
-    const int64_t bins2 = 2 * (n / 2 + 1);  // doubles per spectrum
-    l.fft_real = *scratch_doubles;
-    *scratch_doubles += Align(static_cast<size_t>(sig * n), 32);
-    l.fft_spectra = *scratch_doubles;
-    *scratch_doubles += Align(static_cast<size_t>(sig * bins2), 32);
-    l.fft_product = *scratch_doubles;
-    *scratch_doubles += Align(static_cast<size_t>(l.fft_problems * bins2), 32);
-    absl::StatusOr<size_t> w =
-        EnumerateFftPlans::WorkBytes(n, std::max<int64_t>(sig, 1));
-    if (!w.ok()) return w.status();
-    work = std::max(work, *w);
-    launches_.push_back(l);
-  }
-  // cuFFT's work area after everything else.
-  fft_work_at_ = static_cast<size_t>(*scratch_doubles) * sizeof(double);
-  *scratch_doubles += static_cast<int64_t>(Align(work, 256) / sizeof(double));
-  return absl::OkStatus();
-}
-
-template <typename T>
-void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
-  // Step problems grouped by launch: (step, kind, config, f32).
-  using Key = std::tuple<int, int, int, bool>;
-  std::map<Key, std::vector<StepProblem>> groups;
-  for (size_t p = 0; p < problems_.size(); ++p) {
-    const EnumerateProblem& prob = problems_[p];
-    if (prob.fft) continue;
-    const Pending& pd = pending_[p];
-    const bool log_path =
-        prob.in == ProbSpace::kLog || prob.out == ProbSpace::kLog;
-    uint32_t space_bits = (prob.in == ProbSpace::kLog ? kInLog : 0u) |
-                          (prob.out == ProbSpace::kLog ? kOutLog : 0u);
-    if (pd.num_terms == 1) {
-      const Term& t = terms_[pd.first_term];
-      StepProblem sp{0,         t.values, prob.out_begin,
-                     0,         t.length, static_cast<int32_t>(p),
-                     space_bits};
-      groups[Key{0, static_cast<int>(LaunchKind::kCopy), 0, false}].push_back(
-          sp);
-      continue;
-    }
-    // Scratch: two buffers of the longest intermediate partial sum.
-    int64_t half = 0;
-    if (pd.num_terms > 2) {
-      int64_t len = 1;
-      for (int32_t t = 0; t < pd.num_terms - 1; ++t) {
-        len += terms_[pd.first_term + t].length - 1;
-      }
-      half = len;
-    }
-    const int64_t base = *scratch_doubles;
-    *scratch_doubles += 2 * half;
-    int64_t acc_len = terms_[pd.first_term].length;
-    for (int32_t s = 1; s < pd.num_terms; ++s) {
-      const Term& b = terms_[pd.first_term + s];
-      StepProblem sp;
-      sp.problem = static_cast<int32_t>(p);
-      sp.bits = space_bits;
-      if (s == 1) {
-        sp.a = terms_[pd.first_term].values;
-      } else {
-        sp.a = base + ((s - 1) & 1) * half;
-        sp.bits |= kAInScratch;
-      }
-      sp.a_len = static_cast<int32_t>(acc_len);
-      sp.b = b.values;
-      sp.b_len = b.length;
-      if (s == pd.num_terms - 1) {
-        sp.dst = prob.out_begin;
-      } else {
-        sp.dst = base + (s & 1) * half;
-        sp.bits |= kDstScratch;
-      }
-      const int64_t lx = std::min<int64_t>(acc_len, b.length);
-      const int64_t ly = std::max<int64_t>(acc_len, b.length);
-      pairs_ += lx * ly;
-      Key key;
-      if (log_path) {
-        key = Key{s, static_cast<int>(LaunchKind::kLog), AutoLogConfig(lx),
-                  false};
-      } else {
-        const int config = options_.method == EnumerateMethod::kDirect &&
-                                   options_.direct_config >= 0 &&
-                                   options_.direct_config < kNumDirectConfigs
-                               ? options_.direct_config
-                               : AutoLinearConfig(lx, ly);
-        const bool f32 = std::is_same_v<T, float> && s == 1;
-        key = Key{s, static_cast<int>(LaunchKind::kLinear), config, f32};
-      }
-      groups[key].push_back(sp);
-      acc_len += b.length - 1;
-    }
-  }
-  // std::map orders by step first, so a step's launches follow the last
-  // step's: the stream runs them in fold order.
-  for (auto& [key, sps] : groups) {
-    Launch l;
-    l.step = std::get<0>(key);
-    l.kind = static_cast<LaunchKind>(std::get<1>(key));
-    l.config = std::get<2>(key);
-    l.f32 = std::get<3>(key);
-    l.sp_begin = static_cast<int64_t>(steps_.size());
-    l.sp_count = static_cast<int64_t>(sps.size());
-    if (l.kind == LaunchKind::kCopy) {
-      l.task_begin = -1;
-      l.task_count = l.sp_count;
-    } else {
-      const int tw = TileOutputs(l.kind, l.config);
-      bool single = true;
-      for (const StepProblem& sp : sps) {
-        single &= static_cast<int64_t>(sp.a_len) + sp.b_len - 1 <= tw;
-      }
-      if (single) {
-        l.task_begin = -1;
-        l.task_count = l.sp_count;
-      } else {
-        l.task_begin = static_cast<int64_t>(tasks_.size());
-        for (size_t i = 0; i < sps.size(); ++i) {
-          const int64_t K =
-              static_cast<int64_t>(sps[i].a_len) + sps[i].b_len - 1;
-          const int64_t tiles = (K + tw - 1) / tw;
-          for (int64_t t = 0; t < tiles; ++t) {
-            tasks_.push_back(
-                {static_cast<int32_t>(i), static_cast<int32_t>(t)});
-          }
-        }
-        l.task_count = static_cast<int64_t>(tasks_.size()) - l.task_begin;
-      }
-    }
-    steps_.insert(steps_.end(), sps.begin(), sps.end());
-    launches_.push_back(l);
-  }
-}
-
-template <typename T>
-absl::Status EnumerateBatchBuilder<T>::Finish() {
-  if (finished_) return absl::OkStatus();
-  // Scratch: the FFT groups' buffers and cuFFT's work area, then the
-  // direct path's partial sums.
-  int64_t scratch_doubles = 0;
-  if (absl::Status s = PlanFft(&scratch_doubles); !s.ok()) return s;
-  PlanDirect(&scratch_doubles);
-  scratch_bytes_ =
-      Align(static_cast<size_t>(scratch_doubles) * sizeof(double), 256);
-  if (tasks_.size() >
-      static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    return absl::ResourceExhaustedError("enumerate batch: too many tiles");
-  }
-  size_t at = 0;
-  layout_.steps = at;
-  at = Align(at + steps_.size() * sizeof(StepProblem), 256);
-  layout_.tasks = at;
-  at = Align(at + tasks_.size() * sizeof(Task), 256);
-  layout_.fft_signals = at;
-  at = Align(at + fft_signals_.size() * sizeof(FftSignal), 256);
-  layout_.fft_problems = at;
-  at = Align(at + fft_problems_.size() * sizeof(FftProblem), 256);
-  layout_.values = at;
-  at = Align(at + values_.size() * sizeof(T), 256);
-  layout_.end = at;
-  finished_ = true;
-  return absl::OkStatus();
-}
-
-template <typename T>
-void EnumerateBatchBuilder<T>::PackInto(void* host_arena) const {
-  auto* base = static_cast<unsigned char*>(host_arena);
-  auto copy = [base](size_t at, const auto& v) {
-    if (!v.empty()) {
-      std::memcpy(base + at, v.data(), v.size() * sizeof(v[0]));
-    }
-  };
-  copy(layout_.steps, steps_);
-  copy(layout_.tasks, tasks_);
-  copy(layout_.fft_signals, fft_signals_);
-  copy(layout_.fft_problems, fft_problems_);
-  copy(layout_.values, values_);
-}
-
-template <typename T>
-EnumerateBatch<T> EnumerateBatchBuilder<T>::View(const void* device_arena,
-                                                 T* out, uint32_t* status,
-                                                 void* scratch,
-                                                 size_t scratch_bytes) const {
-  EnumerateBatch<T> b;
-  b.arena = device_arena;
-  b.out = out;
-  b.status = status;
-  b.scratch = scratch;
-  b.scratch_bytes = scratch_bytes;
-  b.num_problems = static_cast<int32_t>(problems_.size());
-  b.values_at = layout_.values;
-  b.steps_at = layout_.steps;
-  b.tasks_at = layout_.tasks;
-  b.fft_signals_at = layout_.fft_signals;
-  b.fft_problems_at = layout_.fft_problems;
-  b.scratch_needed = scratch_bytes_;
-  b.fft_work_at = fft_work_at_;
-  b.launches = &launches_;
-  return b;
-}
-
-template <typename T>
-std::string EnumerateBatchBuilder<T>::DescribeLaunches() const {
-  std::string s;
-  for (const Launch& l : launches_) {
-    switch (l.kind) {
-      case LaunchKind::kCopy:
-        absl::StrAppend(&s, "copy x", l.sp_count, "; ");
-        break;
-      case LaunchKind::kLinear:
-        absl::StrAppend(&s, "step ", l.step, " linear ",
-                        kDirectConfigs[l.config].name, l.f32 ? " f32" : " f64",
-                        " problems ", l.sp_count, " tasks ", l.task_count,
-                        "; ");
-        break;
-      case LaunchKind::kLog:
-        absl::StrAppend(&s, "step ", l.step, " log g", kLogGroups[l.config],
-                        " problems ", l.sp_count, " tasks ", l.task_count,
-                        "; ");
-        break;
-      case LaunchKind::kFft:
-        absl::StrAppend(&s, "fft n=", l.fft_length, " problems ",
-                        l.fft_problems, " signals ", l.fft_signals, "; ");
-        break;
-    }
-  }
-  return s;
-}
 
 // ------------------------------------------------------ launcher ----
 
@@ -1686,15 +1088,9 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
   return absl::OkStatus();
 }
 
-template class EnumerateBatchBuilder<float>;
-template class EnumerateBatchBuilder<double>;
 template absl::Status LaunchEnumerate<float>(const EnumerateBatch<float>&,
                                              cudaStream_t, EnumerateFftPlans*);
 template absl::Status LaunchEnumerate<double>(const EnumerateBatch<double>&,
                                               cudaStream_t, EnumerateFftPlans*);
-template absl::Status EnumerateFftPlans::Prepare<float>(
-    const EnumerateBatch<float>&);
-template absl::Status EnumerateFftPlans::Prepare<double>(
-    const EnumerateBatch<double>&);
 
 }  // namespace sampler::kernels::cuda

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "sampler/kernels/cuda/dirichlet.h"
 #include "sampler/kernels/cuda/gamma.h"
 #include "server/cuda_exec.h"
 

@@ -49,6 +49,7 @@
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/cuda/boards.h"
 #include "sampler/kernels/cuda/categorical.h"
+#include "sampler/kernels/cuda/dirichlet.h"
 #include "sampler/kernels/cuda/gamma.h"
 #include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"

@@ -6,11 +6,15 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/cuda/enumerate_plan.h"
 #include "sampler/kernels/enumerate.h"
 
 namespace sampler::kernels::cuda {
@@ -63,6 +67,109 @@ TYPED_TEST(EnumerateCudaHostTest, BuilderContract) {
                             nullptr)
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// ------------------------------------------------------------ planning ----
+
+using enumerate_internal::AutoLinearConfig;
+using enumerate_internal::AutoLogConfig;
+using enumerate_internal::kLogGroups;
+using enumerate_internal::kNumDirectConfigs;
+using enumerate_internal::LaunchKind;
+using enumerate_internal::Log2;
+using enumerate_internal::TileOutputs;
+
+// The automatic choice depends on the shorter operand only, at the
+// thresholds of bench/results/enumerate-kernel.md, and names a compiled
+// configuration.
+TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
+  const std::vector<std::pair<int64_t, int>> linear = {
+      {1, 1},   {40, 1},  {41, 2},   {64, 2},   {65, 4},
+      {512, 4}, {513, 5}, {2048, 5}, {2049, 9}, {1 << 20, 9}};
+  for (const auto& [lx, config] : linear) {
+    for (int64_t ly : {lx, 2 * lx + 7, int64_t{1} << 22}) {
+      EXPECT_EQ(AutoLinearConfig(lx, ly), config) << lx << " x " << ly;
+    }
+    EXPECT_LT(config, kNumDirectConfigs);
+  }
+  EXPECT_EQ(AutoLogConfig(1), 0);
+  EXPECT_EQ(AutoLogConfig(64), 0);
+  EXPECT_EQ(AutoLogConfig(65), 1);
+  EXPECT_EQ(AutoLogConfig(int64_t{1} << 30), 1);
+}
+
+// A task's tile: 32 / (S G) R outputs for a direct configuration (as
+// EnumerateDirectConfigs() documents it), 32 / G for a log one.
+TEST(EnumeratePlanTest, TileOutputs) {
+  const absl::Span<const EnumerateDirectConfig> configs =
+      EnumerateDirectConfigs();
+  ASSERT_EQ(static_cast<int>(configs.size()), kNumDirectConfigs);
+  for (int c = 0; c < kNumDirectConfigs; ++c) {
+    const EnumerateDirectConfig& d = configs[c];
+    EXPECT_EQ(TileOutputs(LaunchKind::kLinear, c),
+              32 / (d.subwarps * d.group_lanes) * d.outputs)
+        << d.name;
+  }
+  EXPECT_EQ(TileOutputs(LaunchKind::kLog, 0), 32 / kLogGroups[0]);
+  EXPECT_EQ(TileOutputs(LaunchKind::kLog, 1), 32 / kLogGroups[1]);
+}
+
+TEST(EnumeratePlanTest, Log2RoundsUp) {
+  EXPECT_EQ(Log2(1), 0);
+  EXPECT_EQ(Log2(2), 1);
+  EXPECT_EQ(Log2(3), 2);
+  EXPECT_EQ(Log2(1024), 10);
+  EXPECT_EQ(Log2(1025), 11);
+  EXPECT_EQ(Log2(int64_t{1} << 40), 40);
+}
+
+// A uniform PMF of n values.
+template <typename T>
+std::vector<T> Uniform(int n) {
+  return std::vector<T>(n, T(1) / T(n));
+}
+
+// The launch list: copies for one-term problems, one launch per fold step
+// and configuration in step order, log space apart; a problem's launch is
+// chosen from its own sizes, whatever else is in the batch.
+TYPED_TEST(EnumerateCudaHostTest, LaunchList) {
+  using T = TypeParam;
+  const std::vector<T> one = Uniform<T>(3), small = Uniform<T>(10),
+                       big = Uniform<T>(100);
+  EnumerateBatchBuilder<T> alone;
+  ASSERT_TRUE(
+      alone.Add({{0, small}, {0, big}}, ProbSpace::kLinear, ProbSpace::kLinear)
+          .ok());
+  ASSERT_TRUE(alone.Finish().ok());
+  const std::string name =
+      EnumerateDirectConfigs()[AutoLinearConfig(10, 100)].name;
+  const std::string f = std::is_same_v<T, float> ? " f32" : " f64";
+  EXPECT_EQ(alone.DescribeLaunches(),
+            "step 1 linear " + name + f + " problems 1 tasks 2; ");
+  EXPECT_EQ(alone.ScratchBytes(), 0u);  // two terms: no partial sum
+  EXPECT_EQ(alone.ArenaBytes() % 256, 0u);
+
+  EnumerateBatchBuilder<T> mixed;
+  ASSERT_TRUE(
+      mixed.Add({{0, one}}, ProbSpace::kLinear, ProbSpace::kLinear).ok());
+  ASSERT_TRUE(
+      mixed.Add({{0, small}, {0, big}}, ProbSpace::kLinear, ProbSpace::kLinear)
+          .ok());
+  ASSERT_TRUE(mixed
+                  .Add({{0, small}, {0, small}, {0, big}}, ProbSpace::kLinear,
+                       ProbSpace::kLog)
+                  .ok());
+  ASSERT_TRUE(mixed.Finish().ok());
+  // 109 outputs in tiles of 80 (g1r5x2q1), 19 in one of 32 (g1), 118 in 4.
+  EXPECT_EQ(mixed.DescribeLaunches(),
+            "copy x1; step 1 linear " + name + f +
+                " problems 1 tasks 2; step 1 log g1 problems 1 tasks 1; "
+                "step 2 log g1 problems 1 tasks 4; ");
+  EXPECT_GT(mixed.ScratchBytes(), 0u);
+  EXPECT_EQ(mixed.ScratchBytes() % 256, 0u);
+  EXPECT_EQ(mixed.ArenaBytes() % 256, 0u);
+  EXPECT_EQ(mixed.total_out(), 3 + 109 + 118);
+  EXPECT_EQ(mixed.pair_count(), 10 * 100 + (10 * 10 + 19 * 100));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "sampler/kernels/cuda/dirichlet.h"
 #include "sampler/kernels/cuda/gamma.h"
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/gamma.h"

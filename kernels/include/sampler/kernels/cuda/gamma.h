@@ -1,5 +1,7 @@
-// CUDA gamma and Dirichlet samplers: segmented-batch descriptors, a host-side
-// packer for them, and the launchers.
+// CUDA gamma sampler: segmented-batch descriptors, a host-side packer for
+// them, and the launcher; also what the Dirichlet sampler (cuda/dirichlet.h)
+// shares with it: segment flags and status bits, launch options, counters
+// and SegmentStatus.
 //
 // One launch covers a whole batch: several requests ("segments"), each with
 // its own seed, first item, parameters, output form and slice of the output.
@@ -93,36 +95,6 @@ struct GammaBatch {
   uint32_t* segment_status = nullptr;  // num_segments words
 };
 
-// One Dirichlet request. Its rows are row_offsets[row_begin ..
-// row_begin + num_rows] (batch component indices) and its components are
-// out[out_begin, out_begin + count), drawn as items first_item + (j -
-// out_begin). Segments are laid end to end in components and in rows.
-struct DirichletSegment {
-  uint64_t seed = 0;
-  uint64_t first_item = 0;
-  int64_t out_begin = 0;
-  int64_t count = 0;
-  int64_t row_begin = 0;
-  int64_t num_rows = 0;
-  uint32_t flags = 0;  // kSegmentLogOutput
-};
-
-// A Dirichlet batch in device memory. alpha[j] is the concentration of
-// component j of the batch (requests concatenated, aligned with out).
-template <typename T>
-struct DirichletBatch {
-  const DirichletSegment* segments = nullptr;
-  int32_t num_segments = 0;
-  int64_t total = 0;  // components
-  int64_t num_rows = 0;
-  const T* alpha = nullptr;
-  // num_rows + 1 batch component indices: row r is [row_offsets[r],
-  // row_offsets[r + 1]); starts at 0, ends at total, strictly increasing.
-  const int64_t* row_offsets = nullptr;
-  T* out = nullptr;
-  uint32_t* segment_status = nullptr;
-};
-
 // ---------------------------------------------------------- launching ----
 
 // Warp-efficiency counters of the instrumented kernel variant (device
@@ -155,14 +127,6 @@ struct GammaLaunchOptions {
 template <typename T>
 absl::Status LaunchGamma(const GammaBatch<T>& batch, cudaStream_t stream,
                          const GammaLaunchOptions& options = {});
-
-// Enqueues the batch on `stream`: zeroes segment_status, draws the log-gamma
-// variates into out (one kernel), then normalises each row in place (a
-// second kernel).
-template <typename T>
-absl::Status LaunchDirichlet(const DirichletBatch<T>& batch,
-                             cudaStream_t stream,
-                             const GammaLaunchOptions& options = {});
 
 // A segment's status word as the CPU backend would have answered: OK;
 // INTERNAL if an item exhausted kGammaMaxAttempts; OUT_OF_RANGE if every
@@ -228,58 +192,14 @@ class GammaBatchBuilder {
   int64_t total_ = 0;
 };
 
-template <typename T>
-class DirichletBatchBuilder {
- public:
-  // row_offsets as for SampleDirichletCpu (rows + 1 entries from 0).
-  absl::StatusOr<int> AddRows(absl::Span<const T> alpha,
-                              absl::Span<const int64_t> row_offsets,
-                              bool log_output, uint64_t seed,
-                              uint64_t first_item);
-
-  int64_t total() const { return total_; }
-  int64_t num_rows() const { return static_cast<int64_t>(rows_.size()) - 1; }
-  const std::vector<DirichletSegment>& segments() const { return segments_; }
-
-  size_t ArenaBytes() const;
-  void PackInto(void* host_arena) const;
-  DirichletBatch<T> View(const void* device_arena, T* out,
-                         uint32_t* segment_status) const;
-
-  ValuesAndStatusWords<T> OutLayout() const {
-    return {total_, segments_.size()};
-  }
-  StagingPlan Staging() const { return {ArenaBytes(), OutLayout().bytes(), 0}; }
-  DirichletBatch<T> View(const DeviceRegions& device) const {
-    return ViewOnRegions(*this, device);
-  }
-
- private:
-  struct Offsets {
-    size_t segments, alpha, rows, end;
-  };
-  Offsets Layout() const;
-
-  std::vector<DirichletSegment> segments_;
-  std::vector<T> alpha_;
-  std::vector<int64_t> rows_{0};
-  int64_t total_ = 0;
-};
-
 extern template absl::Status LaunchGamma<float>(const GammaBatch<float>&,
                                                 cudaStream_t,
                                                 const GammaLaunchOptions&);
 extern template absl::Status LaunchGamma<double>(const GammaBatch<double>&,
                                                  cudaStream_t,
                                                  const GammaLaunchOptions&);
-extern template absl::Status LaunchDirichlet<float>(
-    const DirichletBatch<float>&, cudaStream_t, const GammaLaunchOptions&);
-extern template absl::Status LaunchDirichlet<double>(
-    const DirichletBatch<double>&, cudaStream_t, const GammaLaunchOptions&);
 extern template class GammaBatchBuilder<float>;
 extern template class GammaBatchBuilder<double>;
-extern template class DirichletBatchBuilder<float>;
-extern template class DirichletBatchBuilder<double>;
 
 }  // namespace sampler::kernels::cuda
 

@@ -1,0 +1,415 @@
+// Host planning of the CUDA enumeration (cuda/enumerate.h,
+// cuda/enumerate_plan.h): EnumerateBatchBuilder validates the problems,
+// routes them to the FFT or the direct path, splits the direct path into
+// fold steps grouped by kernel configuration, and lays the batch out in one
+// arena. Plain C++: the kernels and their launch are in enumerate.cu.
+#include "sampler/kernels/cuda/enumerate_plan.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "cufft_loader.h"
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/enumerate.h"
+
+namespace sampler::kernels::cuda {
+
+namespace enumerate_internal {
+
+// Thresholds measured in bench/results/enumerate-kernel.md.
+int AutoLinearConfig(int64_t lx, int64_t ly) {
+  (void)ly;
+  if (lx <= 40) return 1;    // g1r5x2q1: two problems per warp
+  if (lx <= 64) return 2;    // g1r3q2
+  if (lx <= 512) return 4;   // g1r5
+  if (lx <= 2048) return 5;  // g1r7
+  return 9;                  // g2r15
+}
+
+int AutoLogConfig(int64_t lx) { return lx <= 64 ? 0 : 1; }
+
+int TileOutputs(LaunchKind kind, int config) {
+  if (kind == LaunchKind::kLog) return kWarpSize / kLogGroups[config];
+  const DirectConfigDef& c = kDirectConfigDefs[config];
+  return kWarpSize / c.sw / c.g * c.r;
+}
+
+int Log2(int64_t n) {
+  int k = 0;
+  while ((int64_t{1} << k) < n) ++k;
+  return k;
+}
+
+}  // namespace enumerate_internal
+
+using enumerate_internal::AutoLinearConfig;
+using enumerate_internal::AutoLogConfig;
+using enumerate_internal::DirectConfigDef;
+using enumerate_internal::FftProblem;
+using enumerate_internal::FftSignal;
+using enumerate_internal::kAInScratch;
+using enumerate_internal::kDirectConfigDefs;
+using enumerate_internal::kDstScratch;
+using enumerate_internal::kInLog;
+using enumerate_internal::kLogGroups;
+using enumerate_internal::kNumDirectConfigs;
+using enumerate_internal::kOutLog;
+using enumerate_internal::Launch;
+using enumerate_internal::LaunchKind;
+using enumerate_internal::Log2;
+using enumerate_internal::StepProblem;
+using enumerate_internal::Task;
+using enumerate_internal::TileOutputs;
+
+namespace {
+
+constexpr EnumerateDirectConfig PublicConfig(const DirectConfigDef& d) {
+  return {d.g, d.r, d.sw, d.q, d.name};
+}
+template <int... I>
+constexpr std::array<EnumerateDirectConfig, sizeof...(I)> PublicConfigs(
+    std::integer_sequence<int, I...>) {
+  return {PublicConfig(kDirectConfigDefs[I])...};
+}
+constexpr std::array<EnumerateDirectConfig, kNumDirectConfigs> kDirectConfigs =
+    PublicConfigs(std::make_integer_sequence<int, kNumDirectConfigs>{});
+
+constexpr size_t Align(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs() {
+  return absl::MakeConstSpan(kDirectConfigs);
+}
+
+template <typename T>
+absl::StatusOr<int> EnumerateBatchBuilder<T>::Add(
+    absl::Span<const PmfTerm<T>> terms, ProbSpace in, ProbSpace out) {
+  if (finished_) {
+    return absl::FailedPreconditionError("enumerate batch already finished");
+  }
+  if (out != ProbSpace::kLinear && out != ProbSpace::kLog) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output space = ", static_cast<int>(out),
+                     ": unknown probability space"));
+  }
+  if (absl::Status s = ValidateEnumerate<T>(terms, in); !s.ok()) return s;
+  if (terms.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()) ||
+      problems_.size() >=
+          static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::ResourceExhaustedError("enumerate batch too large");
+  }
+  EnumerateProblem p;
+  p.num_terms = static_cast<int32_t>(terms.size());
+  p.in = in;
+  p.out = out;
+  p.out_length = 1;
+  Pending pending{static_cast<int32_t>(terms_.size()), p.num_terms};
+  for (const PmfTerm<T>& t : terms) {
+    p.support_offset += t.offset;  // validated: no overflow
+    p.out_length += static_cast<int64_t>(t.values.size()) - 1;
+    terms_.push_back({static_cast<int64_t>(values_.size()),
+                      static_cast<int32_t>(t.values.size())});
+    values_.insert(values_.end(), t.values.begin(), t.values.end());
+  }
+  p.out_begin = total_out_;
+  total_out_ += p.out_length;
+  problems_.push_back(p);
+  pending_.push_back(pending);
+  return static_cast<int>(problems_.size() - 1);
+}
+
+template <typename T>
+absl::Status EnumerateBatchBuilder<T>::PlanFft(int64_t* scratch_doubles) {
+  // Which problems: linear in and out, at least two terms, by the method.
+  std::map<int64_t, std::vector<int32_t>> by_length;  // n -> problems
+  for (size_t p = 0; p < problems_.size(); ++p) {
+    EnumerateProblem& prob = problems_[p];
+    if (prob.in != ProbSpace::kLinear || prob.out != ProbSpace::kLinear ||
+        prob.num_terms < 2) {
+      continue;
+    }
+    const bool want =
+        options_.method == EnumerateMethod::kFft ||
+        (options_.method == EnumerateMethod::kAuto && options_.allow_fft &&
+         prob.out_length >= options_.fft_min_length);
+    if (!want) continue;
+    if (options_.method == EnumerateMethod::kAuto && !Cufft().ok) continue;
+    prob.fft = true;
+    by_length[int64_t{1} << Log2(std::max<int64_t>(prob.out_length, 16))]
+        .push_back(static_cast<int32_t>(p));
+  }
+  if (by_length.empty()) return absl::OkStatus();
+  if (!Cufft().ok) {
+    return absl::UnavailableError(
+        "enumerate: the FFT method needs cuFFT, which could not be loaded");
+  }
+  size_t work = 0;
+  for (const auto& [n, members] : by_length) {
+    Launch l;
+    l.kind = LaunchKind::kFft;
+    l.fft_length = n;
+    l.fft_problems = static_cast<int64_t>(members.size());
+    l.fft_signal_begin = static_cast<int64_t>(fft_signals_.size());
+    l.fft_problem_begin = static_cast<int64_t>(fft_problems_.size());
+    int32_t sig = 0;
+    for (int32_t p : members) {
+      const Pending& pd = pending_[p];
+      fft_problems_.push_back({problems_[p].out_begin, sig, pd.num_terms,
+                               static_cast<int32_t>(problems_[p].out_length),
+                               p});
+      for (int32_t t = 0; t < pd.num_terms; ++t) {
+        const Term& term = terms_[pd.first_term + t];
+        fft_signals_.push_back({term.values, term.length, 0});
+      }
+      sig += pd.num_terms;
+    }
+    l.fft_signals = sig;
+    const int64_t bins2 = 2 * (n / 2 + 1);  // doubles per spectrum
+    l.fft_real = *scratch_doubles;
+    *scratch_doubles += Align(static_cast<size_t>(sig * n), 32);
+    l.fft_spectra = *scratch_doubles;
+    *scratch_doubles += Align(static_cast<size_t>(sig * bins2), 32);
+    l.fft_product = *scratch_doubles;
+    *scratch_doubles += Align(static_cast<size_t>(l.fft_problems * bins2), 32);
+    absl::StatusOr<size_t> w =
+        EnumerateFftPlans::WorkBytes(n, std::max<int64_t>(sig, 1));
+    if (!w.ok()) return w.status();
+    work = std::max(work, *w);
+    launches_.push_back(l);
+  }
+  // cuFFT's work area after everything else.
+  fft_work_at_ = static_cast<size_t>(*scratch_doubles) * sizeof(double);
+  *scratch_doubles += static_cast<int64_t>(Align(work, 256) / sizeof(double));
+  return absl::OkStatus();
+}
+
+template <typename T>
+void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
+  // Step problems grouped by launch: (step, kind, config, f32).
+  using Key = std::tuple<int, int, int, bool>;
+  std::map<Key, std::vector<StepProblem>> groups;
+  for (size_t p = 0; p < problems_.size(); ++p) {
+    const EnumerateProblem& prob = problems_[p];
+    if (prob.fft) continue;
+    const Pending& pd = pending_[p];
+    const bool log_path =
+        prob.in == ProbSpace::kLog || prob.out == ProbSpace::kLog;
+    uint32_t space_bits = (prob.in == ProbSpace::kLog ? kInLog : 0u) |
+                          (prob.out == ProbSpace::kLog ? kOutLog : 0u);
+    if (pd.num_terms == 1) {
+      const Term& t = terms_[pd.first_term];
+      StepProblem sp{0,         t.values, prob.out_begin,
+                     0,         t.length, static_cast<int32_t>(p),
+                     space_bits};
+      groups[Key{0, static_cast<int>(LaunchKind::kCopy), 0, false}].push_back(
+          sp);
+      continue;
+    }
+    // Scratch: two buffers of the longest intermediate partial sum.
+    int64_t half = 0;
+    if (pd.num_terms > 2) {
+      int64_t len = 1;
+      for (int32_t t = 0; t < pd.num_terms - 1; ++t) {
+        len += terms_[pd.first_term + t].length - 1;
+      }
+      half = len;
+    }
+    const int64_t base = *scratch_doubles;
+    *scratch_doubles += 2 * half;
+    int64_t acc_len = terms_[pd.first_term].length;
+    for (int32_t s = 1; s < pd.num_terms; ++s) {
+      const Term& b = terms_[pd.first_term + s];
+      StepProblem sp;
+      sp.problem = static_cast<int32_t>(p);
+      sp.bits = space_bits;
+      if (s == 1) {
+        sp.a = terms_[pd.first_term].values;
+      } else {
+        sp.a = base + ((s - 1) & 1) * half;
+        sp.bits |= kAInScratch;
+      }
+      sp.a_len = static_cast<int32_t>(acc_len);
+      sp.b = b.values;
+      sp.b_len = b.length;
+      if (s == pd.num_terms - 1) {
+        sp.dst = prob.out_begin;
+      } else {
+        sp.dst = base + (s & 1) * half;
+        sp.bits |= kDstScratch;
+      }
+      const int64_t lx = std::min<int64_t>(acc_len, b.length);
+      const int64_t ly = std::max<int64_t>(acc_len, b.length);
+      pairs_ += lx * ly;
+      Key key;
+      if (log_path) {
+        key = Key{s, static_cast<int>(LaunchKind::kLog), AutoLogConfig(lx),
+                  false};
+      } else {
+        const int config = options_.method == EnumerateMethod::kDirect &&
+                                   options_.direct_config >= 0 &&
+                                   options_.direct_config < kNumDirectConfigs
+                               ? options_.direct_config
+                               : AutoLinearConfig(lx, ly);
+        const bool f32 = std::is_same_v<T, float> && s == 1;
+        key = Key{s, static_cast<int>(LaunchKind::kLinear), config, f32};
+      }
+      groups[key].push_back(sp);
+      acc_len += b.length - 1;
+    }
+  }
+  // std::map orders by step first, so a step's launches follow the last
+  // step's: the stream runs them in fold order.
+  for (auto& [key, sps] : groups) {
+    Launch l;
+    l.step = std::get<0>(key);
+    l.kind = static_cast<LaunchKind>(std::get<1>(key));
+    l.config = std::get<2>(key);
+    l.f32 = std::get<3>(key);
+    l.sp_begin = static_cast<int64_t>(steps_.size());
+    l.sp_count = static_cast<int64_t>(sps.size());
+    if (l.kind == LaunchKind::kCopy) {
+      l.task_begin = -1;
+      l.task_count = l.sp_count;
+    } else {
+      const int tw = TileOutputs(l.kind, l.config);
+      bool single = true;
+      for (const StepProblem& sp : sps) {
+        single &= static_cast<int64_t>(sp.a_len) + sp.b_len - 1 <= tw;
+      }
+      if (single) {
+        l.task_begin = -1;
+        l.task_count = l.sp_count;
+      } else {
+        l.task_begin = static_cast<int64_t>(tasks_.size());
+        for (size_t i = 0; i < sps.size(); ++i) {
+          const int64_t K =
+              static_cast<int64_t>(sps[i].a_len) + sps[i].b_len - 1;
+          const int64_t tiles = (K + tw - 1) / tw;
+          for (int64_t t = 0; t < tiles; ++t) {
+            tasks_.push_back(
+                {static_cast<int32_t>(i), static_cast<int32_t>(t)});
+          }
+        }
+        l.task_count = static_cast<int64_t>(tasks_.size()) - l.task_begin;
+      }
+    }
+    steps_.insert(steps_.end(), sps.begin(), sps.end());
+    launches_.push_back(l);
+  }
+}
+
+template <typename T>
+absl::Status EnumerateBatchBuilder<T>::Finish() {
+  if (finished_) return absl::OkStatus();
+  // Scratch: the FFT groups' buffers and cuFFT's work area, then the
+  // direct path's partial sums.
+  int64_t scratch_doubles = 0;
+  if (absl::Status s = PlanFft(&scratch_doubles); !s.ok()) return s;
+  PlanDirect(&scratch_doubles);
+  scratch_bytes_ =
+      Align(static_cast<size_t>(scratch_doubles) * sizeof(double), 256);
+  if (tasks_.size() >
+      static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::ResourceExhaustedError("enumerate batch: too many tiles");
+  }
+  size_t at = 0;
+  layout_.steps = at;
+  at = Align(at + steps_.size() * sizeof(StepProblem), 256);
+  layout_.tasks = at;
+  at = Align(at + tasks_.size() * sizeof(Task), 256);
+  layout_.fft_signals = at;
+  at = Align(at + fft_signals_.size() * sizeof(FftSignal), 256);
+  layout_.fft_problems = at;
+  at = Align(at + fft_problems_.size() * sizeof(FftProblem), 256);
+  layout_.values = at;
+  at = Align(at + values_.size() * sizeof(T), 256);
+  layout_.end = at;
+  finished_ = true;
+  return absl::OkStatus();
+}
+
+template <typename T>
+void EnumerateBatchBuilder<T>::PackInto(void* host_arena) const {
+  auto* base = static_cast<unsigned char*>(host_arena);
+  auto copy = [base](size_t at, const auto& v) {
+    if (!v.empty()) {
+      std::memcpy(base + at, v.data(), v.size() * sizeof(v[0]));
+    }
+  };
+  copy(layout_.steps, steps_);
+  copy(layout_.tasks, tasks_);
+  copy(layout_.fft_signals, fft_signals_);
+  copy(layout_.fft_problems, fft_problems_);
+  copy(layout_.values, values_);
+}
+
+template <typename T>
+EnumerateBatch<T> EnumerateBatchBuilder<T>::View(const void* device_arena,
+                                                 T* out, uint32_t* status,
+                                                 void* scratch,
+                                                 size_t scratch_bytes) const {
+  EnumerateBatch<T> b;
+  b.arena = device_arena;
+  b.out = out;
+  b.status = status;
+  b.scratch = scratch;
+  b.scratch_bytes = scratch_bytes;
+  b.num_problems = static_cast<int32_t>(problems_.size());
+  b.values_at = layout_.values;
+  b.steps_at = layout_.steps;
+  b.tasks_at = layout_.tasks;
+  b.fft_signals_at = layout_.fft_signals;
+  b.fft_problems_at = layout_.fft_problems;
+  b.scratch_needed = scratch_bytes_;
+  b.fft_work_at = fft_work_at_;
+  b.launches = &launches_;
+  return b;
+}
+
+template <typename T>
+std::string EnumerateBatchBuilder<T>::DescribeLaunches() const {
+  std::string s;
+  for (const Launch& l : launches_) {
+    switch (l.kind) {
+      case LaunchKind::kCopy:
+        absl::StrAppend(&s, "copy x", l.sp_count, "; ");
+        break;
+      case LaunchKind::kLinear:
+        absl::StrAppend(&s, "step ", l.step, " linear ",
+                        kDirectConfigs[l.config].name, l.f32 ? " f32" : " f64",
+                        " problems ", l.sp_count, " tasks ", l.task_count,
+                        "; ");
+        break;
+      case LaunchKind::kLog:
+        absl::StrAppend(&s, "step ", l.step, " log g", kLogGroups[l.config],
+                        " problems ", l.sp_count, " tasks ", l.task_count,
+                        "; ");
+        break;
+      case LaunchKind::kFft:
+        absl::StrAppend(&s, "fft n=", l.fft_length, " problems ",
+                        l.fft_problems, " signals ", l.fft_signals, "; ");
+        break;
+    }
+  }
+  return s;
+}
+
+template class EnumerateBatchBuilder<float>;
+template class EnumerateBatchBuilder<double>;
+
+}  // namespace sampler::kernels::cuda

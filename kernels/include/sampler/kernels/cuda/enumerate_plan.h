@@ -1,0 +1,68 @@
+// Host planning of the CUDA enumeration, shared by the planner
+// (enumerate_plan.cc: EnumerateBatchBuilder) and the kernels (enumerate.cu):
+// the direct kernel's configurations, which the kernels instantiate and the
+// planner picks from, and the planner's choices, each a function of one
+// problem's sizes only (so a problem's bits never depend on its batch).
+// Plain C++, no device code: tests/gpu/enumerate_cuda_host_test.cc checks
+// the choices without a GPU.
+#ifndef SAMPLER_KERNELS_CUDA_ENUMERATE_PLAN_H_
+#define SAMPLER_KERNELS_CUDA_ENUMERATE_PLAN_H_
+
+#include <cstdint>
+
+#include "sampler/kernels/cuda/enumerate.h"
+
+namespace sampler::kernels::cuda::enumerate_internal {
+
+// One direct configuration: G members per output group, R outputs per
+// group, SW sub-warps, Q tasks per sub-warp (EnumerateDirectConfig, plus
+// the chunk size the kernel stages).
+struct DirectConfigDef {
+  int g, r, sw, q;
+  bool small_chunks;  // x chunks of 64 (single-chunk small problems)
+  const char* name;
+};
+
+// The direct configurations (the template instantiations). Index = config.
+inline constexpr DirectConfigDef kDirectConfigDefs[] = {
+    {1, 5, 2, 2, true, "g1r5x2q2 (sub-warps)"},
+    {1, 5, 2, 1, true, "g1r5x2q1 (sub-warps)"},
+    {1, 3, 1, 2, true, "g1r3q2"},
+    {1, 3, 1, 1, false, "g1r3"},
+    {1, 5, 1, 1, false, "g1r5"},
+    {1, 7, 1, 1, false, "g1r7"},
+    {1, 9, 1, 1, false, "g1r9"},
+    {1, 15, 1, 1, false, "g1r15"},
+    {2, 9, 1, 1, false, "g2r9"},
+    {2, 15, 1, 1, false, "g2r15"},
+    {4, 15, 1, 1, false, "g4r15"},
+    {8, 7, 1, 1, false, "g8r7"},
+    {32, 1, 1, 1, false, "g32r1 (lecture v3)"},
+};
+inline constexpr int kNumDirectConfigs =
+    sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
+
+// Log-space configurations: G members per output, NG outputs per tile.
+inline constexpr int kLogGroups[] = {1, 4};
+
+// The automatic direct configuration for a linear step with shorter
+// operand lx and longer ly (both at least 1), a function of the sizes only
+// (so a problem's bits never depend on its batch). Indices into
+// kDirectConfigDefs; the thresholds come from bench/results/
+// enumerate-kernel.md.
+int AutoLinearConfig(int64_t lx, int64_t ly);
+
+// The log-space configuration (an index of kLogGroups) for a step whose
+// shorter operand has lx values.
+int AutoLogConfig(int64_t lx);
+
+// Outputs of one task's tile for a launch of `kind` (kLinear or kLog) with
+// configuration `config`.
+int TileOutputs(LaunchKind kind, int config);
+
+// The smallest k with 2^k >= n (n >= 1): FFT lengths are powers of two.
+int Log2(int64_t n);
+
+}  // namespace sampler::kernels::cuda::enumerate_internal
+
+#endif  // SAMPLER_KERNELS_CUDA_ENUMERATE_PLAN_H_
