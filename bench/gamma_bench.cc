@@ -1,5 +1,6 @@
 // Benchmark of the CUDA gamma kernel the service runs (contract version 3,
-// kernels/gamma3.cu, rows "gamma"), beside contract version 2's kernel
+// kernels/gamma3.cu, rows "gamma"; "gamma_inline" is its variant without
+// deferred logarithmic tests), beside contract version 2's kernel
 // (kernels/gamma.cu, rows "gamma_v2", with and without warp-aware
 // pre-caching; a bench-only path, GammaLaunchOptions::bench_v2_kernel):
 // throughput of scalar shapes 0.3, 1, 2.5, 10 (one group) and per-element
@@ -325,17 +326,21 @@ void RunConfig(const Config& cfg, int64_t n, int reps, cudaStream_t s,
   double p_model = 0;
   if (cfg.shape > 0) p_model = AcceptProbability(cfg.shape);
 
+  // "gamma": the service's kernel (deferred logarithmic tests);
+  // "gamma_inline": the same with each logarithmic test run at once.
   struct Kernel {
     const char* name;
-    bool v2, pre_cache;
+    bool v2, pre_cache, defer;
   };
-  for (const Kernel& kernel :
-       {Kernel{"gamma", false, true}, Kernel{"gamma_v2", true, true},
-        Kernel{"gamma_v2", true, false}}) {
+  for (const Kernel& kernel : {Kernel{"gamma", false, true, true},
+                               Kernel{"gamma_inline", false, true, false},
+                               Kernel{"gamma_v2", true, true, false},
+                               Kernel{"gamma_v2", true, false, false}}) {
     const bool pre_cache = kernel.pre_cache;
     GammaLaunchOptions options;
     options.pre_cache = pre_cache;
     options.bench_v2_kernel = kernel.v2;
+    options.defer_log_tests = kernel.defer;
     for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
     std::vector<double> times;
     for (int i = 0; i < reps; ++i) {
@@ -401,7 +406,7 @@ void RunConfig(const Config& cfg, int64_t n, int reps, cudaStream_t s,
     rows->push_back(row);
     const GammaCounters& c = row.counters;
     std::printf(
-        "%-8s %-14s %-8s pre=%d  %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
+        "%-8s %-14s %-12s pre=%d  %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
         "%.4f)  iters/call %.3f (model %.3f)  efficiency %.3f (model %.3f)  "
         "log-test warps %.3f  exact-log warps %.4f lanes %.2e\n",
         precision, cfg.name.c_str(), kernel.name, pre_cache ? 1 : 0, row.ms,

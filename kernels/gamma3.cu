@@ -7,9 +7,10 @@
 // (one grid stride further) as soon as both are accepted, so a lane never
 // idles while its warp has work left (no warp-synchronous rows of outputs,
 // no pre-caching slots). When the two items are the contract's pair (same
-// seed, items 2j and 2j + 1: every pair of a float32 segment with an even
-// first item) one Philox block serves both attempts k; otherwise (float64,
-// odd first items, segment ends) each open item takes its own block.
+// seed, items 2j and 2j + 1: every pair of a float32 segment whose first
+// item and first batch index have the same parity) one Philox block serves
+// both attempts k; otherwise (float64, other segments, segment ends) each
+// open item takes its own block.
 //
 // Work per float32 sample (shape 1; per attempt p(accept) ~ 0.95 overall,
 // the ziggurat pass failing 1.2% of the time), against the version-2
@@ -26,10 +27,20 @@
 //     logs), and the logarithmic test (the ~5-8% of attempts the squeeze
 //     leaves undecided: log1p(t) - t and a fast __logf with proven margin,
 //     the deterministic log only near the boundary), as in version 2.
-//   Warp-wide branches: per loop iteration, P(some lane leaves the fast
-//     path) = 1 - 0.972^(32 x open items) ~ 0.6-0.8, P(some lane needs the
-//     logarithmic test) ~ 0.9: these are what the next step (deferring the
-//     logarithmic tests of a warp and running them together) is for.
+//   Warp-wide branches, per loop iteration (32 lanes, about two open items
+//     each): the ziggurat's slow path, P(some lane) = 1 - 0.972^64 ~ 0.8
+//     (its cost is mostly one Philox block); the logarithmic test
+//     (log1p(t) - t, ~15 operations, and __logf with a proven margin), with
+//     per-attempt rate q ~ 0.06-0.08: inline (GammaLaunchOptions::
+//     defer_log_tests = false, the loop of version 2's kind) the warp runs it
+//     whenever some lane needs it, 1 - (1 - q)^64 ~ 0.99 of iterations;
+//     deferred (the default, second kernel below) it runs once per
+//     resolution, when 4 lanes are stuck or 16 parked, i.e. every few
+//     iterations with about 4-16 lanes' tests in one pass.
+//   Registers (sm_90, ptxas): float 62 inline / 104 deferred, double 96 /
+//     163: the deferred loop holds up to three recorded tests per lane and
+//     halves the resident warps. Which loop is faster is for gamma_bench
+//     ("gamma" vs "gamma_inline" rows) to say; the bits are the same.
 // The ziggurat tables live in shared memory (a block-wide copy of the
 // __constant__ tables: lanes index them at random, which constant memory
 // would serialise).
@@ -136,15 +147,48 @@ __device__ void LoadItem(const GammaBatch<T>& b, int64_t index,
   }
 }
 
+// The output of an item whose accepted attempt gave `dv` (the boost block
+// read here, once per item, for shapes below 1).
 template <typename T>
-__device__ __forceinline__ void WriteItem(const GammaBatch<T>& b, int64_t index,
-                                          const PairItem<T>& it) {
-  GammaDraw<T> x = it.draw;
+__device__ __forceinline__ T ItemOutput(const PairItem<T>& it, T dv) {
+  GammaDraw<T> x{dv, T(1)};
   if (it.g.boost) {
     x.ub = Gamma3Boost<T>(it.seed, KindTag::kGamma3Aux, it.item);
   }
   const T log_scale = it.log_output ? detmath::Log(it.scale) : T(0);
-  b.out[index] = GammaOutput(it.g, x, it.scale, log_scale, it.log_output);
+  return GammaOutput(it.g, x, it.scale, log_scale, it.log_output);
+}
+
+template <typename T>
+__device__ __forceinline__ void WriteItem(const GammaBatch<T>& b, int64_t index,
+                                          const PairItem<T>& it) {
+  b.out[index] = ItemOutput(it, it.draw.dv);
+}
+
+// The segment of `index` flagged: an item hit the attempt cap (never
+// expected; searched here rather than kept in registers).
+template <typename T>
+__device__ void ReportCap(const GammaBatch<T>& b, int64_t index) {
+  const GammaSegment* segs = b.segments;
+  const int64_t s =
+      EntryHolding(0, b.num_segments - 1, index,
+                   [segs](int64_t j) { return segs[j].out_begin; });
+  atomicOr(b.segment_status + s, kStatusAttemptCap);
+}
+
+// The block's ziggurat tables into shared memory (lanes index them at
+// random; constant memory would serialise the reads).
+template <typename T>
+__device__ __forceinline__ void LoadZiggurat(ZigguratTable<T>& tab) {
+  static_assert(sizeof(ZigguratTable<T>) % 4 == 0, "copied by words");
+  const uint32_t* from =
+      reinterpret_cast<const uint32_t*>(&ConstantZiggurat<T>());
+  uint32_t* to = reinterpret_cast<uint32_t*>(&tab);
+  for (int i = threadIdx.x; i < static_cast<int>(sizeof(tab) / 4);
+       i += kThreads) {
+    to[i] = from[i];
+  }
+  __syncthreads();
 }
 
 // Lane-local tallies of the instrumented variant.
@@ -152,6 +196,30 @@ struct Tallies {
   unsigned long long iterations = 0, attempts = 0, items = 0, full = 0,
                      exact = 0, warp_full = 0, warp_exact = 0, pairs = 0;
 };
+
+// The instrumented variant's tallies, summed over the warp and added to
+// *counters by its first lane.
+__device__ void AddTallies(const Tallies& tally, GammaCounters* counters) {
+  unsigned long long sums[5] = {tally.attempts, tally.items, tally.full,
+                                tally.exact, tally.pairs};
+#pragma unroll
+  for (int i = 0; i < 5; ++i) {
+#pragma unroll
+    for (int o = kWarpSize / 2; o > 0; o /= 2) {
+      sums[i] += __shfl_xor_sync(kAllLanes, sums[i], o);
+    }
+  }
+  if (threadIdx.x % kWarpSize == 0) {
+    atomicAdd(&counters->warp_calls, sums[4]);
+    atomicAdd(&counters->warp_iterations, tally.iterations);
+    atomicAdd(&counters->warp_full_tests, tally.warp_full);
+    atomicAdd(&counters->warp_exact_tests, tally.warp_exact);
+    atomicAdd(&counters->lane_attempts, sums[0]);
+    atomicAdd(&counters->lane_items, sums[1]);
+    atomicAdd(&counters->lane_full_tests, sums[2]);
+    atomicAdd(&counters->lane_exact_tests, sums[3]);
+  }
+}
 
 // Attempt k of one open item from its words; on the cap, NaN and the
 // segment flagged (as the CPU's loop).
@@ -171,11 +239,7 @@ __device__ __forceinline__ void Attempt(const GammaBatch<T>& b,
   } else if (k + 1 == kGammaMaxAttempts) {
     it.draw.dv = gamma_internal::QuietNaN<T>();
     it.open = false;
-    const GammaSegment* segs = b.segments;
-    const int64_t s =
-        EntryHolding(0, b.num_segments - 1, index,
-                     [segs](int64_t j) { return segs[j].out_begin; });
-    atomicOr(b.segment_status + s, kStatusAttemptCap);
+    ReportCap(b, index);
   }
 }
 
@@ -183,17 +247,7 @@ template <typename T, bool kCount>
 __global__ void __launch_bounds__(kThreads)
     Gamma3Kernel(const GammaBatch<T> batch, GammaCounters* counters) {
   __shared__ ZigguratTable<T> tab;
-  {
-    static_assert(sizeof(ZigguratTable<T>) % 4 == 0, "copied by words");
-    const uint32_t* from =
-        reinterpret_cast<const uint32_t*>(&ConstantZiggurat<T>());
-    uint32_t* to = reinterpret_cast<uint32_t*>(&tab);
-    for (int i = threadIdx.x; i < static_cast<int>(sizeof(tab) / 4);
-         i += kThreads) {
-      to[i] = from[i];
-    }
-    __syncthreads();
-  }
+  LoadZiggurat(tab);
   const int64_t units = (batch.total + 1) / 2;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   int64_t unit = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -265,33 +319,249 @@ __global__ void __launch_bounds__(kThreads)
       tally.warp_exact += __any_sync(kAllLanes, exact) ? 1 : 0;
     }
   }
-  if constexpr (kCount) {
-    unsigned long long sums[5] = {tally.attempts, tally.items, tally.full,
-                                  tally.exact, tally.pairs};
-#pragma unroll
-    for (int i = 0; i < 5; ++i) {
-#pragma unroll
-      for (int o = kWarpSize / 2; o > 0; o /= 2) {
-        sums[i] += __shfl_xor_sync(kAllLanes, sums[i], o);
-      }
+  if constexpr (kCount) AddTallies(tally, counters);
+}
+
+// ------------------------------------- deferred logarithmic tests ----
+//
+// The variant the service runs (GammaLaunchOptions::defer_log_tests). In
+// the loop above the logarithmic test runs inline, so a warp pays for it in
+// almost every iteration (some lane of 32, each with two items, needs it).
+// Here an attempt the squeeze leaves undecided is recorded (its
+// GammaPending and ua) and the item goes on speculatively with its next
+// attempts; the warp runs the recorded tests of all its lanes together,
+// only when enough are waiting. The bits cannot change: an item's output is
+// still its first accepted attempt, the recorded one if its test accepts,
+// else the first later attempt the squeeze accepted (the "fallback"). Per
+// item: at most one recorded test; a second undecided attempt stops the
+// item ("blocked") until the resolution, which redoes that attempt if the
+// first test rejects. A pair whose item waits with a fallback is finished
+// at once: the fallback's output is written and the item parks in the
+// lane's one parking slot (its alternative output precomputed), so the lane
+// takes its next pair; the resolution overwrites the output if the parked
+// test accepts.
+//
+// The warp resolves when kStuckLanes lanes can do nothing else (a pair to
+// finish and the slot taken, or every item waiting), when kParkedLanes
+// slots are taken, or when no lane can make progress; once more at the end.
+
+constexpr int kStuckLanes = 4;
+constexpr int kParkedLanes = 16;
+
+template <typename T>
+struct DeferredItem : PairItem<T> {
+  uint32_t k = 0;         // its next attempt
+  bool pend = false;      // `wait` holds an undecided test
+  bool fallback = false;  // pend, and draw.dv holds a later accepted attempt
+  bool blocked = false;   // pend, and attempt k was undecided too
+  GammaPending<T> wait;
+  T wait_ua = T(1);
+};
+
+// A finished item whose recorded test is still to run; out[index] holds
+// the fallback's output until then.
+template <typename T>
+struct Parked {
+  bool full = false;
+  int64_t index = 0;
+  T d = T(0);
+  GammaPending<T> wait;
+  T ua = T(1);
+  T alt = T(0);  // the output should the recorded attempt be accepted
+};
+
+template <typename T>
+__device__ __forceinline__ bool Active(const DeferredItem<T>& it) {
+  return it.open && !it.fallback && !it.blocked && it.k < kGammaMaxAttempts;
+}
+
+// Attempt it.k of an active item from its block.
+template <typename T>
+__device__ __forceinline__ void DeferredAttempt(const GammaBatch<T>& b,
+                                                const ZigguratTable<T>& tab,
+                                                int64_t index,
+                                                const PhiloxBlock& block,
+                                                DeferredItem<T>& it) {
+  const uint32_t k = it.k;
+  const Gamma3Words w = Gamma3AttemptWords<T>(block, it.item);
+  const T ua = Gamma3Ua<T>(w);
+  T z;
+  GammaPending<T> p;
+  const int squeeze =
+      ZigguratNormal(tab, w, it.seed, KindTag::kGamma3Aux, it.item, k, &z)
+          ? GammaSqueezeTest(it.g, z, ua, &p)
+          : -1;
+  if (squeeze == 0 && it.pend) {
+    it.blocked = true;  // attempt k is redone if the recorded test rejects
+    return;
+  }
+  it.k = k + 1;
+  if (squeeze > 0) {
+    it.draw.dv = p.out;
+    if (it.pend) {
+      it.fallback = true;
+    } else {
+      it.open = false;
     }
-    if (threadIdx.x % kWarpSize == 0) {
-      atomicAdd(&counters->warp_calls, sums[4]);
-      atomicAdd(&counters->warp_iterations, tally.iterations);
-      atomicAdd(&counters->warp_full_tests, tally.warp_full);
-      atomicAdd(&counters->warp_exact_tests, tally.warp_exact);
-      atomicAdd(&counters->lane_attempts, sums[0]);
-      atomicAdd(&counters->lane_items, sums[1]);
-      atomicAdd(&counters->lane_full_tests, sums[2]);
-      atomicAdd(&counters->lane_exact_tests, sums[3]);
+  } else if (squeeze == 0) {
+    it.pend = true;
+    it.wait = p;
+    it.wait_ua = ua;
+  } else if (!it.pend && it.k == kGammaMaxAttempts) {
+    it.draw.dv = gamma_internal::QuietNaN<T>();
+    it.open = false;
+    ReportCap(b, index);
+  }
+}
+
+// An item's recorded test, decided (resolution).
+template <typename T, bool kCount>
+__device__ __forceinline__ void ResolveItem(const GammaBatch<T>& b,
+                                            int64_t index, DeferredItem<T>& it,
+                                            Tallies& tally) {
+  GammaTestPath path = GammaTestPath::kFastLog;
+  const bool accept =
+      GammaLogTest(it.g, it.wait, it.wait_ua, kCount ? &path : nullptr);
+  if constexpr (kCount) {
+    ++tally.full;
+    tally.exact += path == GammaTestPath::kExactLog ? 1 : 0;
+  }
+  it.pend = false;
+  it.blocked = false;
+  if (accept) {
+    it.draw.dv = it.wait.out;
+    it.open = false;
+  } else if (it.fallback) {
+    it.open = false;  // draw.dv holds the fallback
+  } else if (it.k == kGammaMaxAttempts) {
+    it.draw.dv = gamma_internal::QuietNaN<T>();
+    it.open = false;
+    ReportCap(b, index);
+  }
+  it.fallback = false;
+}
+
+// Every recorded test of the lane: the parked one, then its pair's.
+template <typename T, bool kCount>
+__device__ void Resolve(const GammaBatch<T>& b, int64_t unit, Parked<T>& parked,
+                        DeferredItem<T>& x, DeferredItem<T>& y,
+                        Tallies& tally) {
+  if (parked.full) {
+    GammaShape<T> g;  // GammaLogTest reads d only
+    g.d = parked.d;
+    if (GammaLogTest(g, parked.wait, parked.ua))
+      b.out[parked.index] = parked.alt;
+    parked.full = false;
+    if constexpr (kCount) ++tally.full;
+  }
+  if (x.pend) ResolveItem<T, kCount>(b, 2 * unit, x, tally);
+  if (y.pend) ResolveItem<T, kCount>(b, 2 * unit + 1, y, tally);
+}
+
+// Writes a settled item's output; an item waiting with a fallback goes to
+// the parking slot (free: the caller checked).
+template <typename T>
+__device__ __forceinline__ void FinishItem(const GammaBatch<T>& b,
+                                           int64_t index, DeferredItem<T>& it,
+                                           Parked<T>& parked) {
+  if (index >= b.total) return;
+  if (it.fallback) {
+    parked.full = true;
+    parked.index = index;
+    parked.d = it.g.d;
+    parked.wait = it.wait;
+    parked.ua = it.wait_ua;
+    parked.alt = ItemOutput(it, it.wait.out);
+  }
+  WriteItem(b, index, it);
+}
+
+template <typename T>
+__device__ __forceinline__ void LoadPair(const GammaBatch<T>& b, int64_t unit,
+                                         int64_t& segment, DeferredItem<T>& x,
+                                         DeferredItem<T>& y) {
+  x.k = y.k = 0;
+  x.pend = x.fallback = x.blocked = false;
+  y.pend = y.fallback = y.blocked = false;
+  LoadItem(b, 2 * unit, segment, x);
+  LoadItem(b, 2 * unit + 1, segment, y);
+}
+
+template <typename T, bool kCount>
+__global__ void __launch_bounds__(kThreads)
+    Gamma3DeferredKernel(const GammaBatch<T> batch, GammaCounters* counters) {
+  __shared__ ZigguratTable<T> tab;
+  LoadZiggurat(tab);
+  DeferredItem<T> a, b;  // the lane's pair
+  Parked<T> parked;      // its finished item waiting for a test
+  const int64_t units = (batch.total + 1) / 2;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  int64_t unit = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  int64_t segment = 0;
+  if (unit < units) LoadPair(batch, unit, segment, a, b);
+  Tallies tally;
+  // Every lane stays in the loop until its warp is done: the votes that
+  // decide the resolutions see all lanes.
+  while (__any_sync(kAllLanes, unit < units)) {
+    bool stuck = false, progress = false;
+    if (unit < units) {
+      const bool act_a = Active(a), act_b = Active(b);
+      const bool shared =
+          act_a && act_b && a.k == b.k && a.seed == b.seed &&
+          Gamma3BlockIndex<T>(a.item) == Gamma3BlockIndex<T>(b.item);
+      PhiloxBlock block_a{}, block_b{};
+      if (act_a) {
+        block_a = gamma_internal::AttemptBlock(
+            a.seed, KindTag::kGamma3, Gamma3BlockIndex<T>(a.item), a.k);
+      }
+      if (shared) {
+        block_b = block_a;
+      } else if (act_b) {
+        block_b = gamma_internal::AttemptBlock(
+            b.seed, KindTag::kGamma3, Gamma3BlockIndex<T>(b.item), b.k);
+      }
+      if (act_a) DeferredAttempt(batch, tab, 2 * unit, block_a, a);
+      if (act_b) DeferredAttempt(batch, tab, 2 * unit + 1, block_b, b);
+      if constexpr (kCount) tally.attempts += (act_a ? 1 : 0) + (act_b ? 1 : 0);
+      const bool settled = (!a.open || a.fallback) && (!b.open || b.fallback);
+      const int to_park = (a.fallback ? 1 : 0) + (b.fallback ? 1 : 0);
+      if (settled && to_park <= (parked.full ? 0 : 1)) {
+        FinishItem(batch, 2 * unit, a, parked);
+        FinishItem(batch, 2 * unit + 1, b, parked);
+        if constexpr (kCount) {
+          tally.items += 2 * unit + 1 < batch.total ? 2 : 1;
+          ++tally.pairs;
+        }
+        unit += stride;
+        if (unit < units) LoadPair(batch, unit, segment, a, b);
+        // The parked item's record lives on; the pair is a fresh one.
+        a.pend = a.fallback = b.pend = b.fallback = false;
+      }
+      progress = unit < units && (Active(a) || Active(b));
+      stuck = unit < units && !progress;
+    }
+    if constexpr (kCount) tally.iterations += 2;
+    const int stuck_lanes = __popc(__ballot_sync(kAllLanes, stuck));
+    const int parked_lanes = __popc(__ballot_sync(kAllLanes, parked.full));
+    if (stuck_lanes >= kStuckLanes || parked_lanes >= kParkedLanes ||
+        (stuck_lanes > 0 && !__any_sync(kAllLanes, progress))) {
+      Resolve<T, kCount>(batch, unit, parked, a, b, tally);
+      if constexpr (kCount) ++tally.warp_full;
     }
   }
+  // The parked tests left (no lane has a pair any more).
+  if (__any_sync(kAllLanes, parked.full)) {
+    Resolve<T, kCount>(batch, unit, parked, a, b, tally);
+    if constexpr (kCount) ++tally.warp_full;
+  }
+  if constexpr (kCount) AddTallies(tally, counters);
 }
 
 template <typename T, bool kCount>
 absl::Status Run(const GammaBatch<T>& batch, cudaStream_t stream,
                  const GammaLaunchOptions& options) {
-  const auto kernel = Gamma3Kernel<T, kCount>;
+  const auto kernel = options.defer_log_tests ? Gamma3DeferredKernel<T, kCount>
+                                              : Gamma3Kernel<T, kCount>;
   int device = 0, sms = 0, resident = 0;
   SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   SAMPLER_CUDA_RETURN_IF_ERROR(

@@ -72,6 +72,7 @@ struct Variant {
   bool pre_cache;
   bool count;
   int max_blocks;
+  bool defer_log_tests = true;  // gamma's contract-3 kernel only
 };
 constexpr Variant kVariants[] = {
     {"default", true, false, 0},
@@ -79,6 +80,8 @@ constexpr Variant kVariants[] = {
     {"no pre-caching", false, false, 0},
     {"no pre-caching, tiny grid", false, false, 3},
     {"instrumented, tiny grid", true, true, 1},
+    {"logarithmic tests inline", true, false, 0, false},
+    {"logarithmic tests inline, instrumented, tiny grid", true, true, 2, false},
 };
 
 // Copies the builder's arena to the device, launches with `variant`, and
@@ -122,6 +125,7 @@ void RunOnDevice(const Builder& builder, int64_t total, int num_segments,
   GammaLaunchOptions options;
   options.pre_cache = variant.pre_cache;
   options.max_blocks = variant.max_blocks;
+  options.defer_log_tests = variant.defer_log_tests;
   options.counters =
       variant.count ? dcounters->template as<GammaCounters>() : nullptr;
   ASSERT_OK(launch(builder.View(arena->data(), dout->template as<T>(),

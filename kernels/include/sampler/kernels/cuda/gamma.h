@@ -151,6 +151,11 @@ struct GammaLaunchOptions {
   // version 2's kernel (Box-Muller, tag GAM2), whose bits no backend serves
   // any more, for a same-run comparison. LaunchDirichlet ignores it.
   bool bench_v2_kernel = false;
+  // Gamma (contract version 3's kernel): attempts that the squeeze leaves
+  // undecided wait, and a warp runs the logarithmic tests of its lanes
+  // together (gamma3.cu). Off: each runs at once. The bits are the same
+  // either way; off only for measurements and tests.
+  bool defer_log_tests = true;
 };
 
 // Enqueues the batch on `stream`: zeroes segment_status, then one kernel.
