@@ -32,14 +32,16 @@
 //     (its cost is mostly one Philox block); the logarithmic test
 //     (log1p(t) - t, ~15 operations, and __logf with a proven margin), with
 //     per-attempt rate q ~ 0.06-0.08: inline (GammaLaunchOptions::
-//     defer_log_tests = false, the loop of version 2's kind) the warp runs it
-//     whenever some lane needs it, 1 - (1 - q)^64 ~ 0.99 of iterations;
-//     deferred (the default, second kernel below) it runs once per
-//     resolution, when 4 lanes are stuck or 16 parked, i.e. every few
-//     iterations with about 4-16 lanes' tests in one pass.
-//   Registers (sm_90, ptxas): float 62 inline / 104 deferred, double 96 /
-//     163: the deferred loop holds up to three recorded tests per lane and
-//     halves the resident warps. Which loop is faster is for gamma_bench
+//     defer_log_tests = false, the loop of version 2's kind) the warp runs
+//     both whenever some lane needs them, 1 - (1 - q)^64 ~ 0.99 of
+//     iterations for the logarithm; deferred (the default, second kernel
+//     below) wedge and logarithm run once per resolution, when 4 lanes are
+//     stuck or 16 parked, i.e. every few iterations with about 4-16 lanes'
+//     tests in one pass (only the 0.06% tail stays inline).
+//   Registers (sm_90, ptxas, no spills): float 63 inline / 114 deferred,
+//     double 96 / 164: the deferred loop holds up to three waiting attempts
+//     per lane, and 16 resident warps per SM instead of 32 (double: 12 / 20).
+//     Which loop is faster is for gamma_bench
 //     ("gamma" vs "gamma_inline" rows) to say; the bits are the same.
 // The ziggurat tables live in shared memory (a block-wide copy of the
 // __constant__ tables: lanes index them at random, which constant memory
@@ -326,16 +328,17 @@ __global__ void __launch_bounds__(kThreads)
 //
 // The variant the service runs (GammaLaunchOptions::defer_log_tests). In
 // the loop above the logarithmic test runs inline, so a warp pays for it in
-// almost every iteration (some lane of 32, each with two items, needs it).
-// Here an attempt the squeeze leaves undecided is recorded (its
-// GammaPending and ua) and the item goes on speculatively with its next
-// attempts; the warp runs the recorded tests of all its lanes together,
-// only when enough are waiting. The bits cannot change: an item's output is
-// still its first accepted attempt, the recorded one if its test accepts,
-// else the first later attempt the squeeze accepted (the "fallback"). Per
-// item: at most one recorded test; a second undecided attempt stops the
-// item ("blocked") until the resolution, which redoes that attempt if the
-// first test rejects. A pair whose item waits with a fallback is finished
+// almost every iteration (some lane of 32, each with two items, needs it);
+// so does the ziggurat's wedge test (an auxiliary Philox block and an exp).
+// Here an attempt that the squeeze leaves undecided, or whose ziggurat pass
+// needs its wedge, is recorded (WaitingTest) and the item goes on
+// speculatively with its next attempts; the warp runs the recorded tests of all
+// its lanes together, only when enough are waiting. The bits cannot change: an
+// item's output is still its first accepted attempt, the recorded one if its
+// test accepts, else the first later attempt the squeeze accepted (the
+// "fallback"). Per item: at most one recorded test; a second undecided attempt
+// stops the item ("blocked") until the resolution, which redoes that attempt if
+// the first test rejects. A pair whose item waits with a fallback is finished
 // at once: the fallback's output is written and the item parks in the
 // lane's one parking slot (its alternative output precomputed), so the lane
 // takes its next pair; the resolution overwrites the output if the parked
@@ -348,27 +351,58 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kStuckLanes = 4;
 constexpr int kParkedLanes = 16;
 
+// An attempt whose outcome waits for its warp: the logarithmic test the
+// squeeze left undecided, and/or the ziggurat's wedge test (whose Philox
+// block and exp are as rare per lane, and as common per warp, as the
+// logarithm). It is accepted iff the wedge passes (when there is one) and
+// the squeeze accepted or the logarithmic test does.
+template <typename T>
+struct WaitingTest {
+  GammaPending<T> p;
+  T ua = T(1);
+  T x = T(0);            // the wedge's candidate magnitude
+  uint32_t attempt = 0;  // the wedge's auxiliary block
+  int layer = 0;
+  bool wedge = false;
+  bool squeeze = false;  // the squeeze accepted: no logarithm needed
+};
+
 template <typename T>
 struct DeferredItem : PairItem<T> {
   uint32_t k = 0;         // its next attempt
-  bool pend = false;      // `wait` holds an undecided test
+  bool pend = false;      // `wait` holds an undecided attempt
   bool fallback = false;  // pend, and draw.dv holds a later accepted attempt
   bool blocked = false;   // pend, and attempt k was undecided too
-  GammaPending<T> wait;
-  T wait_ua = T(1);
+  WaitingTest<T> wait;
 };
 
-// A finished item whose recorded test is still to run; out[index] holds
-// the fallback's output until then.
+// A finished item whose waiting attempt is still to be decided; out[index]
+// holds the fallback's output until then.
 template <typename T>
 struct Parked {
   bool full = false;
   int64_t index = 0;
+  uint64_t seed = 0, item = 0;
   T d = T(0);
-  GammaPending<T> wait;
-  T ua = T(1);
-  T alt = T(0);  // the output should the recorded attempt be accepted
+  WaitingTest<T> wait;
+  T alt = T(0);  // the output should the waiting attempt be accepted
 };
+
+// The outcome of a waiting attempt (d: the shape's, for the logarithm).
+template <typename T>
+__device__ __forceinline__ bool Decide(const ZigguratTable<T>& tab, T d,
+                                       uint64_t seed, uint64_t item,
+                                       const WaitingTest<T>& wt,
+                                       GammaTestPath* path) {
+  if (wt.wedge && !ZigguratWedge(tab, wt.layer, wt.x, seed, KindTag::kGamma3Aux,
+                                 item, wt.attempt)) {
+    return false;
+  }
+  if (wt.squeeze) return true;
+  GammaShape<T> g;  // GammaLogTest reads d only
+  g.d = d;
+  return GammaLogTest(g, wt.p, wt.ua, path);
+}
 
 template <typename T>
 __device__ __forceinline__ bool Active(const DeferredItem<T>& it) {
@@ -385,28 +419,39 @@ __device__ __forceinline__ void DeferredAttempt(const GammaBatch<T>& b,
   const uint32_t k = it.k;
   const Gamma3Words w = Gamma3AttemptWords<T>(block, it.item);
   const T ua = Gamma3Ua<T>(w);
-  T z;
+  const ZigguratCandidate<T> c = ZigguratFast(tab, w);
+  // Layer 0 beyond r: the tail, at once (0.06% of passes); other layers
+  // beyond x[i + 1]: the wedge, deferred with the attempt.
+  const bool wedge = !c.fast && c.layer != 0;
+  T mag = c.x;
+  const bool ok =
+      c.fast || wedge ||
+      ZigguratTail(tab, it.seed, KindTag::kGamma3Aux, it.item, k, &mag);
   GammaPending<T> p;
   const int squeeze =
-      ZigguratNormal(tab, w, it.seed, KindTag::kGamma3Aux, it.item, k, &z)
-          ? GammaSqueezeTest(it.g, z, ua, &p)
-          : -1;
-  if (squeeze == 0 && it.pend) {
-    it.blocked = true;  // attempt k is redone if the recorded test rejects
+      ok ? GammaSqueezeTest(it.g, c.negative ? -mag : mag, ua, &p) : -1;
+  const bool undecided = squeeze == 0 || (squeeze > 0 && wedge);
+  if (undecided && it.pend) {
+    it.blocked = true;  // attempt k is redone if the waiting one fails
     return;
   }
   it.k = k + 1;
-  if (squeeze > 0) {
+  if (undecided) {
+    it.pend = true;
+    it.wait.p = p;
+    it.wait.ua = ua;
+    it.wait.x = c.x;
+    it.wait.attempt = k;
+    it.wait.layer = c.layer;
+    it.wait.wedge = wedge;
+    it.wait.squeeze = squeeze > 0;
+  } else if (squeeze > 0) {
     it.draw.dv = p.out;
     if (it.pend) {
       it.fallback = true;
     } else {
       it.open = false;
     }
-  } else if (squeeze == 0) {
-    it.pend = true;
-    it.wait = p;
-    it.wait_ua = ua;
   } else if (!it.pend && it.k == kGammaMaxAttempts) {
     it.draw.dv = gamma_internal::QuietNaN<T>();
     it.open = false;
@@ -417,11 +462,12 @@ __device__ __forceinline__ void DeferredAttempt(const GammaBatch<T>& b,
 // An item's recorded test, decided (resolution).
 template <typename T, bool kCount>
 __device__ __forceinline__ void ResolveItem(const GammaBatch<T>& b,
+                                            const ZigguratTable<T>& tab,
                                             int64_t index, DeferredItem<T>& it,
                                             Tallies& tally) {
   GammaTestPath path = GammaTestPath::kFastLog;
   const bool accept =
-      GammaLogTest(it.g, it.wait, it.wait_ua, kCount ? &path : nullptr);
+      Decide(tab, it.g.d, it.seed, it.item, it.wait, kCount ? &path : nullptr);
   if constexpr (kCount) {
     ++tally.full;
     tally.exact += path == GammaTestPath::kExactLog ? 1 : 0;
@@ -429,7 +475,7 @@ __device__ __forceinline__ void ResolveItem(const GammaBatch<T>& b,
   it.pend = false;
   it.blocked = false;
   if (accept) {
-    it.draw.dv = it.wait.out;
+    it.draw.dv = it.wait.p.out;
     it.open = false;
   } else if (it.fallback) {
     it.open = false;  // draw.dv holds the fallback
@@ -443,19 +489,19 @@ __device__ __forceinline__ void ResolveItem(const GammaBatch<T>& b,
 
 // Every recorded test of the lane: the parked one, then its pair's.
 template <typename T, bool kCount>
-__device__ void Resolve(const GammaBatch<T>& b, int64_t unit, Parked<T>& parked,
-                        DeferredItem<T>& x, DeferredItem<T>& y,
-                        Tallies& tally) {
+__device__ void Resolve(const GammaBatch<T>& b, const ZigguratTable<T>& tab,
+                        int64_t unit, Parked<T>& parked, DeferredItem<T>& x,
+                        DeferredItem<T>& y, Tallies& tally) {
   if (parked.full) {
-    GammaShape<T> g;  // GammaLogTest reads d only
-    g.d = parked.d;
-    if (GammaLogTest(g, parked.wait, parked.ua))
+    if (Decide(tab, parked.d, parked.seed, parked.item, parked.wait,
+               static_cast<GammaTestPath*>(nullptr))) {
       b.out[parked.index] = parked.alt;
+    }
     parked.full = false;
     if constexpr (kCount) ++tally.full;
   }
-  if (x.pend) ResolveItem<T, kCount>(b, 2 * unit, x, tally);
-  if (y.pend) ResolveItem<T, kCount>(b, 2 * unit + 1, y, tally);
+  if (x.pend) ResolveItem<T, kCount>(b, tab, 2 * unit, x, tally);
+  if (y.pend) ResolveItem<T, kCount>(b, tab, 2 * unit + 1, y, tally);
 }
 
 // Writes a settled item's output; an item waiting with a fallback goes to
@@ -468,10 +514,11 @@ __device__ __forceinline__ void FinishItem(const GammaBatch<T>& b,
   if (it.fallback) {
     parked.full = true;
     parked.index = index;
+    parked.seed = it.seed;
+    parked.item = it.item;
     parked.d = it.g.d;
     parked.wait = it.wait;
-    parked.ua = it.wait_ua;
-    parked.alt = ItemOutput(it, it.wait.out);
+    parked.alt = ItemOutput(it, it.wait.p.out);
   }
   WriteItem(b, index, it);
 }
@@ -545,13 +592,13 @@ __global__ void __launch_bounds__(kThreads)
     const int parked_lanes = __popc(__ballot_sync(kAllLanes, parked.full));
     if (stuck_lanes >= kStuckLanes || parked_lanes >= kParkedLanes ||
         (stuck_lanes > 0 && !__any_sync(kAllLanes, progress))) {
-      Resolve<T, kCount>(batch, unit, parked, a, b, tally);
+      Resolve<T, kCount>(batch, tab, unit, parked, a, b, tally);
       if constexpr (kCount) ++tally.warp_full;
     }
   }
   // The parked tests left (no lane has a pair any more).
   if (__any_sync(kAllLanes, parked.full)) {
-    Resolve<T, kCount>(batch, unit, parked, a, b, tally);
+    Resolve<T, kCount>(batch, tab, unit, parked, a, b, tally);
     if constexpr (kCount) ++tally.warp_full;
   }
   if constexpr (kCount) AddTallies(tally, counters);

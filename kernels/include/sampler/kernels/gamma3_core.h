@@ -125,41 +125,61 @@ SAMPLER_HD T AuxUniform(const PhiloxBlock& b, int which, bool open) {
 // How a ziggurat pass went (tests count the paths).
 enum class ZigguratPath { kFast, kWedgeAccept, kWedgeReject, kTail };
 
-// The rare paths of a ziggurat pass (a noinline-sized body kept apart from
-// the fast path): the wedge test of layer i >= 1 or the tail (i == 0) for
-// x = u x[i] >= x[i + 1]. Returns false when the wedge rejects.
+// The fast path of a ziggurat pass: from the ziggurat word (float32 w:
+// layer w & 127, sign bit 7, u = (w >> 8) 2^-24; float64 (lo, hi): layer
+// lo & 127, sign bit 7 of lo, u = UniformDouble(lo, hi)) the candidate
+// magnitude x = u x[layer]; `fast` when x < x[layer + 1] (under the curve).
 template <typename T>
-SAMPLER_HD bool ZigguratSlow(const ZigguratTable<T>& tab, int layer, T x,
-                             uint64_t seed, KindTag aux_tag, uint64_t item,
-                             uint32_t attempt, T* mag, ZigguratPath* path) {
-  if (layer == 0) {
-    // Marsaglia's tail: a = -log(U1) / r, b = -log(U2), accept if 2b > a^2;
-    // then x = r + a. Iteration m uses auxiliary block attempt + (m << 16).
-    if (path != nullptr) *path = ZigguratPath::kTail;
-    for (uint32_t m = 1; m <= kGamma3TailMax; ++m) {
-      const PhiloxBlock b = gamma_internal::AttemptBlock(seed, aux_tag, item,
-                                                         attempt + (m << 16));
-      const T a = -(detmath::Log(AuxUniform<T>(b, 0, true)) * tab.inv_r);
-      const T e = -detmath::Log(AuxUniform<T>(b, 1, true));
-      if (e + e > a * a) {
-        *mag = tab.x[1] + a;
-        return true;
-      }
+struct ZigguratCandidate {
+  int layer;
+  bool negative;
+  bool fast;
+  T x;
+};
+
+template <typename T>
+SAMPLER_HD ZigguratCandidate<T> ZigguratFast(const ZigguratTable<T>& tab,
+                                             const Gamma3Words& w) {
+  ZigguratCandidate<T> c;
+  c.layer = static_cast<int>(w.zig_lo & 127u);
+  c.negative = (w.zig_lo & 128u) != 0;
+  c.x = Gamma3Uniform<T>(w.zig_lo, w.zig_hi, false) * tab.x[c.layer];
+  c.fast = c.x < tab.x[c.layer + 1];
+  return c;
+}
+
+// The tail (layer 0, x >= r): Marsaglia's a = -log(U1) / r, b = -log(U2),
+// accept if 2b > a^2, then the magnitude is r + a; iteration m uses
+// auxiliary block attempt + (m << 16). False only at the iteration cap.
+template <typename T>
+SAMPLER_HD bool ZigguratTail(const ZigguratTable<T>& tab, uint64_t seed,
+                             KindTag aux_tag, uint64_t item, uint32_t attempt,
+                             T* mag) {
+  for (uint32_t m = 1; m <= kGamma3TailMax; ++m) {
+    const PhiloxBlock b =
+        gamma_internal::AttemptBlock(seed, aux_tag, item, attempt + (m << 16));
+    const T a = -(detmath::Log(AuxUniform<T>(b, 0, true)) * tab.inv_r);
+    const T e = -detmath::Log(AuxUniform<T>(b, 1, true));
+    if (e + e > a * a) {
+      *mag = tab.x[1] + a;
+      return true;
     }
-    return false;
   }
-  // Wedge: a uniform height in the layer, y = f[i] + U (f[i + 1] - f[i]),
-  // against the curve at x. U from auxiliary block `attempt`.
+  return false;
+}
+
+// The wedge test of layer i >= 1 for a candidate x >= x[i + 1]: a uniform
+// height in the layer, y = f[i] + U (f[i + 1] - f[i]) (U from auxiliary
+// block `attempt`), under the curve at x. False rejects the attempt.
+template <typename T>
+SAMPLER_HD bool ZigguratWedge(const ZigguratTable<T>& tab, int layer, T x,
+                              uint64_t seed, KindTag aux_tag, uint64_t item,
+                              uint32_t attempt) {
   const PhiloxBlock b =
       gamma_internal::AttemptBlock(seed, aux_tag, item, attempt);
   const T y =
       detmath::Fma(AuxUniform<T>(b, 0, false), tab.df[layer], tab.f[layer]);
-  const bool under = y < detmath::Exp(T(-0.5) * (x * x));
-  if (path != nullptr) {
-    *path = under ? ZigguratPath::kWedgeAccept : ZigguratPath::kWedgeReject;
-  }
-  if (under) *mag = x;
-  return under;
+  return y < detmath::Exp(T(-0.5) * (x * x));
 }
 
 // One ziggurat pass for attempt `attempt` of `item`: true and *z (exactly
@@ -169,19 +189,20 @@ SAMPLER_HD bool ZigguratNormal(const ZigguratTable<T>& tab,
                                const Gamma3Words& w, uint64_t seed,
                                KindTag aux_tag, uint64_t item, uint32_t attempt,
                                T* z, ZigguratPath* path = nullptr) {
-  // float32 word w: layer w & 127, sign bit 7, u = (w >> 8) 2^-24; float64
-  // (lo, hi): layer lo & 127, sign bit 7 of lo, u = UniformDouble(lo, hi).
-  const int layer = static_cast<int>(w.zig_lo & 127u);
-  const bool negative = (w.zig_lo & 128u) != 0;
-  const T x = Gamma3Uniform<T>(w.zig_lo, w.zig_hi, false) * tab.x[layer];
-  T mag = x;
-  if (path != nullptr) *path = ZigguratPath::kFast;
-  if (!(x < tab.x[layer + 1]) &&
-      !ZigguratSlow(tab, layer, x, seed, aux_tag, item, attempt, &mag, path)) {
-    return false;
+  const ZigguratCandidate<T> c = ZigguratFast(tab, w);
+  T mag = c.x;
+  ZigguratPath taken = ZigguratPath::kFast;
+  bool ok = true;
+  if (!c.fast && c.layer == 0) {
+    taken = ZigguratPath::kTail;
+    ok = ZigguratTail(tab, seed, aux_tag, item, attempt, &mag);
+  } else if (!c.fast) {
+    ok = ZigguratWedge(tab, c.layer, c.x, seed, aux_tag, item, attempt);
+    taken = ok ? ZigguratPath::kWedgeAccept : ZigguratPath::kWedgeReject;
   }
-  *z = negative ? -mag : mag;
-  return true;
+  if (path != nullptr) *path = taken;
+  if (ok) *z = c.negative ? -mag : mag;
+  return ok;
 }
 
 // The acceptance uniform of an attempt, (0, 1].
