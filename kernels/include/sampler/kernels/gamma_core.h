@@ -280,46 +280,6 @@ SAMPLER_HD GammaUniforms<T> GammaAttemptUniforms(KindTag tag, uint64_t seed,
 // only) or by the exact logarithm.
 enum class GammaTestPath { kSqueeze, kFastLog, kExactLog };
 
-// The test of one attempt from its normal variate z and its accept/reject
-// uniform ua (GammaTryAttempt below draws them). Separate so that tests can
-// check the acceptance arithmetic directly on a grid of (z, ua)
-// (tests/stat/gamma_exact_test.cc compares it with the exact condition in
-// quadruple precision).
-//
-// Marsaglia-Tsang accepts v = (1 + c z)^3 when
-//   log ua < z^2/2 + d - d v + d log v.
-// Written so, the sum z^2/2 + d rounds at the scale of d: once d is large
-// the z^2/2 term is lost (a variance bias of -0.44% at shape 1e6 and -17% at
-// 1e8 in float32). With t = v - 1 the same condition is
-//   log ua < h = z^2/2 + d (log1p(t) - t),
-// where d (log1p(t) - t) is about -z^2/2 and h is small: every term stays at
-// the scale of z^2/2, so h is known within a few eps (1 + z^2) at every
-// shape, in float32 as in float64. t and the output d v = d + d t are kept
-// separate from 1 for the same reason: 1 + c z rounded to T would put the
-// outputs of a large shape on a grid 3 to 6 times coarser than T's own.
-//
-// Evaluation order (contract version 2; IEEE operations and fma only):
-//   s = fma(c, z, 1)  (1 + c z rounded once);  reject if s <= 0
-//   w = c * z;  z2 = z * z
-//   near (w >= -1/4):  t = w * (3 + w * (3 + w));  out = fma(d, t, d)
-//                      e = Log1pMinusId(t)
-//   far  (w < -1/4):   v = (s * s) * s;  t = v - 1;  out = d * v
-//                      e = log(v) - t
-//   accept if ua < 1 - 0.0331 * (z2 * z2)     (the squeeze: no logarithm)
-//   or     if log(ua) < fma(d, e, z2 * 0.5)
-// The far branch keeps v = s^3 because there 1 + c z is small and s (one
-// rounding) carries it to full relative precision, where t would not.
-// z2 / 2 is computed as z2 * 0.5: both are the correctly rounded value of
-// the same real number, so the bits are those of the division for every z2
-// (subnormal, infinite and NaN too), and on the device a multiplication is
-// one instruction where a division is about ten.
-//
-// On the device log(ua) is first compared through the hardware's fast
-// logarithm where that provably gives the exact test's outcome
-// (FastLogTest above); h itself is always computed exactly.
-//
-// `path`, when given, is set to how the attempt was decided (the GPU
-// kernel's instrumented variant counts it).
 // What the test of one attempt knows before its logarithms: the values the
 // logarithmic test needs, and the output should the attempt be accepted.
 // Split from GammaTryZ so that a kernel can decide the squeeze first and
@@ -377,6 +337,46 @@ SAMPLER_HD bool GammaLogTest(const GammaShape<T>& g, const GammaPending<T>& p,
   return detmath::Log(ua) < h;
 }
 
+// The test of one attempt from its normal variate z and its accept/reject
+// uniform ua (GammaTryAttempt below draws them). Separate so that tests can
+// check the acceptance arithmetic directly on a grid of (z, ua)
+// (tests/stat/gamma_exact_test.cc compares it with the exact condition in
+// quadruple precision).
+//
+// Marsaglia-Tsang accepts v = (1 + c z)^3 when
+//   log ua < z^2/2 + d - d v + d log v.
+// Written so, the sum z^2/2 + d rounds at the scale of d: once d is large
+// the z^2/2 term is lost (a variance bias of -0.44% at shape 1e6 and -17% at
+// 1e8 in float32). With t = v - 1 the same condition is
+//   log ua < h = z^2/2 + d (log1p(t) - t),
+// where d (log1p(t) - t) is about -z^2/2 and h is small: every term stays at
+// the scale of z^2/2, so h is known within a few eps (1 + z^2) at every
+// shape, in float32 as in float64. t and the output d v = d + d t are kept
+// separate from 1 for the same reason: 1 + c z rounded to T would put the
+// outputs of a large shape on a grid 3 to 6 times coarser than T's own.
+//
+// Evaluation order (contract version 2; IEEE operations and fma only):
+//   s = fma(c, z, 1)  (1 + c z rounded once);  reject if s <= 0
+//   w = c * z;  z2 = z * z
+//   near (w >= -1/4):  t = w * (3 + w * (3 + w));  out = fma(d, t, d)
+//                      e = Log1pMinusId(t)
+//   far  (w < -1/4):   v = (s * s) * s;  t = v - 1;  out = d * v
+//                      e = log(v) - t
+//   accept if ua < 1 - 0.0331 * (z2 * z2)     (the squeeze: no logarithm)
+//   or     if log(ua) < fma(d, e, z2 * 0.5)
+// The far branch keeps v = s^3 because there 1 + c z is small and s (one
+// rounding) carries it to full relative precision, where t would not.
+// z2 / 2 is computed as z2 * 0.5: both are the correctly rounded value of
+// the same real number, so the bits are those of the division for every z2
+// (subnormal, infinite and NaN too), and on the device a multiplication is
+// one instruction where a division is about ten.
+//
+// On the device log(ua) is first compared through the hardware's fast
+// logarithm where that provably gives the exact test's outcome
+// (FastLogTest above); h itself is always computed exactly.
+//
+// `path`, when given, is set to how the attempt was decided (the GPU
+// kernel's instrumented variant counts it).
 template <typename T>
 SAMPLER_HD bool GammaTryZ(const GammaShape<T>& g, T z, T ua, T* dv,
                           GammaTestPath* path = nullptr) {
