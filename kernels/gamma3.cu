@@ -19,14 +19,15 @@
 //     pair needs max(K1, K2) blocks, E ~ 1.1), plus one auxiliary block on
 //     the 2.8% of passes that leave the fast path and one per sample for
 //     shapes < 1 (the boost). Version 2: ~1.05 per sample (one per attempt).
-//   Transcendentals on the common path: none (ziggurat: two table reads, a
-//     multiply and a compare; then the squeeze). Version 2: a deterministic
+//   Transcendentals on the common path: none (ziggurat: two float64 table
+//     reads, a float64 multiply and compare, one rounding to float; then the
+//     squeeze in float). Version 2: a deterministic
 //     log, a cos2pi polynomial and a correctly rounded sqrt per attempt.
 //   Rare paths, per attempt: the wedge (2.7%: one Philox block and one
-//     deterministic exp), the tail (0.06%: per iteration a block and two
-//     logs), and the logarithmic test (the ~5-8% of attempts the squeeze
-//     leaves undecided: log1p(t) - t and a fast __logf with proven margin,
-//     the deterministic log only near the boundary), as in version 2.
+//     deterministic float64 exp), the tail (0.06%: per iteration a block and
+//     two float64 logs), and the logarithmic test (the ~5-8% of attempts the
+//     squeeze leaves undecided: log1p(t) - t and a fast __logf with proven
+//     margin, the deterministic log only near the boundary), as in version 2.
 //   Warp-wide branches, per loop iteration (32 lanes, about two open items
 //     each): the ziggurat's slow path, P(some lane) = 1 - 0.972^64 ~ 0.8
 //     (its cost is mostly one Philox block); the logarithmic test
@@ -38,14 +39,16 @@
 //     below) wedge and logarithm run once per resolution, when 4 lanes are
 //     stuck or 16 parked, i.e. every few iterations with about 4-16 lanes'
 //     tests in one pass (only the 0.06% tail stays inline).
-//   Registers (sm_90, ptxas, no spills): float 63 inline / 114 deferred,
+//   Registers (sm_90, ptxas, no spills; counted before float32's ziggurat
+//     moved to float64, which adds a double to each waiting attempt):
+//     float 63 inline / 114 deferred,
 //     double 96 / 164: the deferred loop holds up to three waiting attempts
 //     per lane, and 16 resident warps per SM instead of 32 (double: 12 / 20).
 //     Which loop is faster is for gamma_bench
 //     ("gamma" vs "gamma_inline" rows) to say; the bits are the same.
-// The ziggurat tables live in shared memory (a block-wide copy of the
-// __constant__ tables: lanes index them at random, which constant memory
-// would serialise).
+// The ziggurat table (float64 for both precisions: gamma3_core.h says why)
+// lives in shared memory (a block-wide copy of the __constant__ table: lanes
+// index them at random, which constant memory would serialise).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -69,25 +72,11 @@ namespace {
 constexpr unsigned kAllLanes = 0xffffffffu;
 constexpr int kThreads = 128;
 
-__constant__ ZigguratTable<float> kDeviceZigguratFloat = {
-    {SAMPLER_ZIGGURAT_X_FLOAT},
-    {SAMPLER_ZIGGURAT_F_FLOAT},
-    {SAMPLER_ZIGGURAT_DF_FLOAT},
-    SAMPLER_ZIGGURAT_INV_R_FLOAT};
-__constant__ ZigguratTable<double> kDeviceZigguratDouble = {
-    {SAMPLER_ZIGGURAT_X_DOUBLE},
-    {SAMPLER_ZIGGURAT_F_DOUBLE},
-    {SAMPLER_ZIGGURAT_DF_DOUBLE},
-    SAMPLER_ZIGGURAT_INV_R_DOUBLE};
-
-template <typename T>
-__device__ __forceinline__ const ZigguratTable<T>& ConstantZiggurat() {
-  if constexpr (std::is_same_v<T, float>) {
-    return kDeviceZigguratFloat;
-  } else {
-    return kDeviceZigguratDouble;
-  }
-}
+// The one ziggurat table of both precisions (gamma3_core.h).
+__constant__ ZigguratTable kDeviceZiggurat = {{SAMPLER_ZIGGURAT_X_DOUBLE},
+                                              {SAMPLER_ZIGGURAT_F_DOUBLE},
+                                              {SAMPLER_ZIGGURAT_DF_DOUBLE},
+                                              SAMPLER_ZIGGURAT_INV_R_DOUBLE};
 
 // The first k in [first, last] with key(k + 1) > x (or last): the entry
 // holding x when entries start at key(k) and key(first) <= x.
@@ -180,11 +169,9 @@ __device__ void ReportCap(const GammaBatch<T>& b, int64_t index) {
 
 // The block's ziggurat tables into shared memory (lanes index them at
 // random; constant memory would serialise the reads).
-template <typename T>
-__device__ __forceinline__ void LoadZiggurat(ZigguratTable<T>& tab) {
-  static_assert(sizeof(ZigguratTable<T>) % 4 == 0, "copied by words");
-  const uint32_t* from =
-      reinterpret_cast<const uint32_t*>(&ConstantZiggurat<T>());
+__device__ __forceinline__ void LoadZiggurat(ZigguratTable& tab) {
+  static_assert(sizeof(ZigguratTable) % 4 == 0, "copied by words");
+  const uint32_t* from = reinterpret_cast<const uint32_t*>(&kDeviceZiggurat);
   uint32_t* to = reinterpret_cast<uint32_t*>(&tab);
   for (int i = threadIdx.x; i < static_cast<int>(sizeof(tab) / 4);
        i += kThreads) {
@@ -227,9 +214,8 @@ __device__ void AddTallies(const Tallies& tally, GammaCounters* counters) {
 // segment flagged (as the CPU's loop).
 template <typename T, bool kCount>
 __device__ __forceinline__ void Attempt(const GammaBatch<T>& b,
-                                        const ZigguratTable<T>& tab,
-                                        int64_t index, uint32_t k,
-                                        const PhiloxBlock& block,
+                                        const ZigguratTable& tab, int64_t index,
+                                        uint32_t k, const PhiloxBlock& block,
                                         PairItem<T>& it, GammaTestPath& path) {
   const Gamma3Words w = Gamma3AttemptWords<T>(block, it.item);
   T z;
@@ -248,7 +234,7 @@ __device__ __forceinline__ void Attempt(const GammaBatch<T>& b,
 template <typename T, bool kCount>
 __global__ void __launch_bounds__(kThreads)
     Gamma3Kernel(const GammaBatch<T> batch, GammaCounters* counters) {
-  __shared__ ZigguratTable<T> tab;
+  __shared__ ZigguratTable tab;
   LoadZiggurat(tab);
   const int64_t units = (batch.total + 1) / 2;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
@@ -360,7 +346,7 @@ template <typename T>
 struct WaitingTest {
   GammaPending<T> p;
   T ua = T(1);
-  T x = T(0);            // the wedge's candidate magnitude
+  double x = 0;          // the wedge's candidate magnitude (float64 always)
   uint32_t attempt = 0;  // the wedge's auxiliary block
   int layer = 0;
   bool wedge = false;
@@ -390,7 +376,7 @@ struct Parked {
 
 // The outcome of a waiting attempt (d: the shape's, for the logarithm).
 template <typename T>
-__device__ __forceinline__ bool Decide(const ZigguratTable<T>& tab, T d,
+__device__ __forceinline__ bool Decide(const ZigguratTable& tab, T d,
                                        uint64_t seed, uint64_t item,
                                        const WaitingTest<T>& wt,
                                        GammaTestPath* path) {
@@ -412,24 +398,25 @@ __device__ __forceinline__ bool Active(const DeferredItem<T>& it) {
 // Attempt it.k of an active item from its block.
 template <typename T>
 __device__ __forceinline__ void DeferredAttempt(const GammaBatch<T>& b,
-                                                const ZigguratTable<T>& tab,
+                                                const ZigguratTable& tab,
                                                 int64_t index,
                                                 const PhiloxBlock& block,
                                                 DeferredItem<T>& it) {
   const uint32_t k = it.k;
   const Gamma3Words w = Gamma3AttemptWords<T>(block, it.item);
   const T ua = Gamma3Ua<T>(w);
-  const ZigguratCandidate<T> c = ZigguratFast(tab, w);
+  const ZigguratCandidate c = ZigguratFast<T>(tab, w);
   // Layer 0 beyond r: the tail, at once (0.06% of passes); other layers
   // beyond x[i + 1]: the wedge, deferred with the attempt.
   const bool wedge = !c.fast && c.layer != 0;
-  T mag = c.x;
+  double mag = c.x;
   const bool ok =
       c.fast || wedge ||
       ZigguratTail(tab, it.seed, KindTag::kGamma3Aux, it.item, k, &mag);
   GammaPending<T> p;
   const int squeeze =
-      ok ? GammaSqueezeTest(it.g, c.negative ? -mag : mag, ua, &p) : -1;
+      ok ? GammaSqueezeTest(it.g, ZigguratValue<T>(c.negative, mag), ua, &p)
+         : -1;
   const bool undecided = squeeze == 0 || (squeeze > 0 && wedge);
   if (undecided && it.pend) {
     it.blocked = true;  // attempt k is redone if the waiting one fails
@@ -462,7 +449,7 @@ __device__ __forceinline__ void DeferredAttempt(const GammaBatch<T>& b,
 // An item's recorded test, decided (resolution).
 template <typename T, bool kCount>
 __device__ __forceinline__ void ResolveItem(const GammaBatch<T>& b,
-                                            const ZigguratTable<T>& tab,
+                                            const ZigguratTable& tab,
                                             int64_t index, DeferredItem<T>& it,
                                             Tallies& tally) {
   GammaTestPath path = GammaTestPath::kFastLog;
@@ -489,7 +476,7 @@ __device__ __forceinline__ void ResolveItem(const GammaBatch<T>& b,
 
 // Every recorded test of the lane: the parked one, then its pair's.
 template <typename T, bool kCount>
-__device__ void Resolve(const GammaBatch<T>& b, const ZigguratTable<T>& tab,
+__device__ void Resolve(const GammaBatch<T>& b, const ZigguratTable& tab,
                         int64_t unit, Parked<T>& parked, DeferredItem<T>& x,
                         DeferredItem<T>& y, Tallies& tally) {
   if (parked.full) {
@@ -537,7 +524,7 @@ __device__ __forceinline__ void LoadPair(const GammaBatch<T>& b, int64_t unit,
 template <typename T, bool kCount>
 __global__ void __launch_bounds__(kThreads)
     Gamma3DeferredKernel(const GammaBatch<T> batch, GammaCounters* counters) {
-  __shared__ ZigguratTable<T> tab;
+  __shared__ ZigguratTable tab;
   LoadZiggurat(tab);
   DeferredItem<T> a, b;  // the lane's pair
   Parked<T> parked;      // its finished item waiting for a test

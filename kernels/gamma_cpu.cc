@@ -107,7 +107,7 @@ absl::Status SampleGammaCpu(absl::Span<const T> shape,
     const uint64_t item = first_item + i;
     const GammaShape<T> g = GammaPrepare(shape[i]);
     const T log_scale = log_output ? detmath::Log(scale[i]) : T(0);
-    const T x = Gamma3SampleItem(HostZiggurat<T>(), seed, item, g, scale[i],
+    const T x = Gamma3SampleItem(HostZiggurat(), seed, item, g, scale[i],
                                  log_scale, log_output);
     if (std::isnan(x)) return CapReached(item, shape[i]);
     out[i] = x;
@@ -130,8 +130,8 @@ absl::Status SampleGammaGroupedCpu(absl::Span<const GammaGroup<T>> groups,
     const T log_scale = log_output ? detmath::Log(group.scale) : T(0);
     for (int64_t k = 0; k < group.count; ++k, ++i) {
       const uint64_t item = first_item + i;
-      const T x = Gamma3SampleItem(HostZiggurat<T>(), seed, item, g,
-                                   group.scale, log_scale, log_output);
+      const T x = Gamma3SampleItem(HostZiggurat(), seed, item, g, group.scale,
+                                   log_scale, log_output);
       if (std::isnan(x)) return CapReached(item, group.shape);
       out[i] = x;
     }

@@ -366,9 +366,8 @@ TYPED_TEST(GammaGpuTest, ZigguratRarePathsAndSplitPairsMatchCpu) {
               item);
           T z;
           ZigguratPath path;
-          const bool ok =
-              ZigguratNormal(HostZiggurat<T>(), w, seed, KindTag::kGamma3Aux,
-                             item, k, &z, &path);
+          const bool ok = ZigguratNormal(
+              HostZiggurat(), w, seed, KindTag::kGamma3Aux, item, k, &z, &path);
           tails += path == ZigguratPath::kTail ? 1 : 0;
           wedge_rejects += path == ZigguratPath::kWedgeReject ? 1 : 0;
           if (!ok) continue;

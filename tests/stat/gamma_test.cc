@@ -342,26 +342,25 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
   auto join = [](uint32_t lo, uint32_t hi) {
     return (static_cast<uint64_t>(hi) << 32) | lo;
   };
-  // Uniform `which` (0 or 1) of an auxiliary block, as 64 raw bits.
+  // Uniform `which` (0 or 1) of an auxiliary block of precision T, as 64
+  // raw bits (the boost).
   auto aux_bits = [&](uint32_t draw, int which) -> uint64_t {
     const auto v = block(draw, item, kAux);
     if constexpr (kFloat) return v[which];
     return join(v[2 * which], v[2 * which + 1]);
   };
-  static const float kXf[] = {SAMPLER_ZIGGURAT_X_FLOAT};
-  static const float kFf[] = {SAMPLER_ZIGGURAT_F_FLOAT};
-  static const float kDFf[] = {SAMPLER_ZIGGURAT_DF_FLOAT};
-  static const double kXd[] = {SAMPLER_ZIGGURAT_X_DOUBLE};
-  static const double kFd[] = {SAMPLER_ZIGGURAT_F_DOUBLE};
-  static const double kDFd[] = {SAMPLER_ZIGGURAT_DF_DOUBLE};
-  const T* X = kFloat ? reinterpret_cast<const T*>(kXf)
-                      : reinterpret_cast<const T*>(kXd);
-  const T* F = kFloat ? reinterpret_cast<const T*>(kFf)
-                      : reinterpret_cast<const T*>(kFd);
-  const T* DF = kFloat ? reinterpret_cast<const T*>(kDFf)
-                       : reinterpret_cast<const T*>(kDFd);
-  const T inv_r = kFloat ? static_cast<T>(SAMPLER_ZIGGURAT_INV_R_FLOAT)
-                         : static_cast<T>(SAMPLER_ZIGGURAT_INV_R_DOUBLE);
+  // The ziggurat's auxiliary uniforms are 53-bit doubles in both
+  // precisions: uniform `which` (0 or 1) from words (2 which, 2 which + 1).
+  auto aux01 = [&](uint32_t draw, int which, bool open) {
+    const auto v = block(draw, item, kAux);
+    const uint64_t bits = join(v[2 * which], v[2 * which + 1]) >> 11;
+    return static_cast<double>(bits + (open ? 1 : 0)) * 0x1.0p-53;
+  };
+  // One float64 table for both precisions.
+  static const double X[] = {SAMPLER_ZIGGURAT_X_DOUBLE};
+  static const double F[] = {SAMPLER_ZIGGURAT_F_DOUBLE};
+  static const double DF[] = {SAMPLER_ZIGGURAT_DF_DOUBLE};
+  const double inv_r = SAMPLER_ZIGGURAT_INV_R_DOUBLE;
 
   const T alpha = shape >= T(1) ? shape : shape + T(1);
   const T d = alpha - T(1) / T(3);
@@ -378,32 +377,32 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
       ua_bits = join(v[2], v[3]);
     }
     const T ua = open01(ua_bits);
-    // The ziggurat pass.
+    // The ziggurat pass, in double; the normal rounded once to T.
     const int layer = static_cast<int>(zig & 127);
-    const T x = closed01(zig) * X[layer];
-    T mag = x;
+    const double x = static_cast<double>(closed01(zig)) * X[layer];
+    double mag = x;
     if (!(x < X[layer + 1])) {
       if (layer == 0) {
         ++paths->zig_tail;
         for (uint32_t m = 1;; ++m) {
-          const T ta =
-              -(detmath::Log(open01(aux_bits(a + (m << 16), 0))) * inv_r);
-          const T tb = -detmath::Log(open01(aux_bits(a + (m << 16), 1)));
+          const double ta =
+              -(detmath::Log(aux01(a + (m << 16), 0, true)) * inv_r);
+          const double tb = -detmath::Log(aux01(a + (m << 16), 1, true));
           if (tb + tb > ta * ta) {
             mag = X[1] + ta;
             break;
           }
         }
       } else {
-        const T y = std::fma(closed01(aux_bits(a, 0)), DF[layer], F[layer]);
-        if (!(y < detmath::Exp(T(-0.5) * (x * x)))) {
+        const double y = std::fma(aux01(a, 0, false), DF[layer], F[layer]);
+        if (!(y < detmath::Exp(-0.5 * (x * x)))) {
           ++paths->zig_wedge_reject;
           continue;
         }
         ++paths->zig_wedge_accept;
       }
     }
-    const T z = (zig & 128) != 0 ? -mag : mag;
+    const T z = static_cast<T>((zig & 128) != 0 ? -mag : mag);
     const T s = std::fma(c, z, T(1));
     if (s <= T(0)) {
       ++paths->nonpositive_v;
@@ -515,7 +514,7 @@ TYPED_TEST(GammaTest, MatchesTheWrittenContractBitForBit) {
 TYPED_TEST(GammaTest, AttemptCapYieldsNaN) {
   using T = TypeParam;
   const GammaShape<T> g = GammaPrepare(T(1));
-  const ZigguratTable<T>& tab = HostZiggurat<T>();
+  const ZigguratTable& tab = HostZiggurat();
   auto draw = [&](uint64_t item, uint32_t cap) {
     return Gamma3DrawItem<T>(tab, KindTag::kGamma3, KindTag::kGamma3Aux, 1,
                              item, g, cap)

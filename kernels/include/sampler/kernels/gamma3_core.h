@@ -35,36 +35,27 @@ namespace sampler::kernels {
 // built): layer i in 0..127 has width x[i]; x[i + 1] is the width below
 // which layer i lies under the curve; f[i] = exp(-x[i]^2 / 2) and df[i] =
 // f[i + 1] - f[i] (the layer's height, for the wedge test). x[1] = r.
+// One float64 table serves both precisions: the ziggurat is exact only when
+// its layers have equal areas, and float32-rounded widths would leave them
+// equal to 7e-6 only; the float64 ones agree to 1e-14. So the float32
+// sampler, too, does the ziggurat's geometry in float64 and rounds the
+// normal once to float at the end (ZigguratValue).
 // A parameter of the functions below (not a global) so that the device can
 // read a shared-memory copy and tests can perturb one.
-template <typename T>
 struct ZigguratTable {
-  T x[129];
-  T f[129];
-  T df[128];
-  T inv_r;  // 1 / r
+  double x[129];
+  double f[129];
+  double df[128];
+  double inv_r;  // 1 / r
 };
 
-inline constexpr ZigguratTable<float> kZigguratFloat = {
-    {SAMPLER_ZIGGURAT_X_FLOAT},
-    {SAMPLER_ZIGGURAT_F_FLOAT},
-    {SAMPLER_ZIGGURAT_DF_FLOAT},
-    SAMPLER_ZIGGURAT_INV_R_FLOAT};
-inline constexpr ZigguratTable<double> kZigguratDouble = {
-    {SAMPLER_ZIGGURAT_X_DOUBLE},
-    {SAMPLER_ZIGGURAT_F_DOUBLE},
-    {SAMPLER_ZIGGURAT_DF_DOUBLE},
-    SAMPLER_ZIGGURAT_INV_R_DOUBLE};
+inline constexpr ZigguratTable kZiggurat = {{SAMPLER_ZIGGURAT_X_DOUBLE},
+                                            {SAMPLER_ZIGGURAT_F_DOUBLE},
+                                            {SAMPLER_ZIGGURAT_DF_DOUBLE},
+                                            SAMPLER_ZIGGURAT_INV_R_DOUBLE};
 
-// The host's table of precision T.
-template <typename T>
-constexpr const ZigguratTable<T>& HostZiggurat() {
-  if constexpr (std::is_same_v<T, float>) {
-    return kZigguratFloat;
-  } else {
-    return kZigguratDouble;
-  }
-}
+// The host's table (both precisions).
+constexpr const ZigguratTable& HostZiggurat() { return kZiggurat; }
 
 // Tail iterations are capped so that their draws (k + (m << 16), m < 2^15)
 // never meet the boost's (0xffffffff); reaching the cap (probability below
@@ -125,41 +116,50 @@ SAMPLER_HD T AuxUniform(const PhiloxBlock& b, int which, bool open) {
 // How a ziggurat pass went (tests count the paths).
 enum class ZigguratPath { kFast, kWedgeAccept, kWedgeReject, kTail };
 
-// The fast path of a ziggurat pass: from the ziggurat word (float32 w:
-// layer w & 127, sign bit 7, u = (w >> 8) 2^-24; float64 (lo, hi): layer
-// lo & 127, sign bit 7 of lo, u = UniformDouble(lo, hi)) the candidate
-// magnitude x = u x[layer]; `fast` when x < x[layer + 1] (under the curve).
+// The ziggurat's uniform in [0, 1), as a double: float32 (w >> 8) 2^-24
+// from the item's one word (exact in double), float64 UniformDouble(lo, hi).
 template <typename T>
+SAMPLER_HD double ZigguratUniform(const Gamma3Words& w) {
+  return static_cast<double>(Gamma3Uniform<T>(w.zig_lo, w.zig_hi, false));
+}
+
+// The fast path of a ziggurat pass, in float64 for both precisions: from
+// the ziggurat word (float32 w: layer w & 127, sign bit 7, u = (w >> 8)
+// 2^-24; float64 (lo, hi): layer lo & 127, sign bit 7 of lo, u =
+// UniformDouble(lo, hi)) the candidate magnitude x = u x[layer] (one double
+// multiply); `fast` when x < x[layer + 1] (under the curve).
 struct ZigguratCandidate {
   int layer;
   bool negative;
   bool fast;
-  T x;
+  double x;
 };
 
 template <typename T>
-SAMPLER_HD ZigguratCandidate<T> ZigguratFast(const ZigguratTable<T>& tab,
-                                             const Gamma3Words& w) {
-  ZigguratCandidate<T> c;
+SAMPLER_HD ZigguratCandidate ZigguratFast(const ZigguratTable& tab,
+                                          const Gamma3Words& w) {
+  ZigguratCandidate c;
   c.layer = static_cast<int>(w.zig_lo & 127u);
   c.negative = (w.zig_lo & 128u) != 0;
-  c.x = Gamma3Uniform<T>(w.zig_lo, w.zig_hi, false) * tab.x[c.layer];
+  c.x = ZigguratUniform<T>(w) * tab.x[c.layer];
   c.fast = c.x < tab.x[c.layer + 1];
   return c;
 }
 
-// The tail (layer 0, x >= r): Marsaglia's a = -log(U1) / r, b = -log(U2),
-// accept if 2b > a^2, then the magnitude is r + a; iteration m uses
-// auxiliary block attempt + (m << 16). False only at the iteration cap.
-template <typename T>
-SAMPLER_HD bool ZigguratTail(const ZigguratTable<T>& tab, uint64_t seed,
+// The tail (layer 0, x >= r), in float64 for both precisions: Marsaglia's
+// a = -log(U1) / r, b = -log(U2), accept if 2b > a^2, then the magnitude is
+// r + a; iteration m uses auxiliary block attempt + (m << 16), U1 from its
+// words (0, 1) and U2 from (2, 3) (53 bits each, float32 too). False only at
+// the iteration cap.
+SAMPLER_HD bool ZigguratTail(const ZigguratTable& tab, uint64_t seed,
                              KindTag aux_tag, uint64_t item, uint32_t attempt,
-                             T* mag) {
+                             double* mag) {
   for (uint32_t m = 1; m <= kGamma3TailMax; ++m) {
     const PhiloxBlock b =
         gamma_internal::AttemptBlock(seed, aux_tag, item, attempt + (m << 16));
-    const T a = -(detmath::Log(AuxUniform<T>(b, 0, true)) * tab.inv_r);
-    const T e = -detmath::Log(AuxUniform<T>(b, 1, true));
+    const double a =
+        -(detmath::Log(AuxUniform<double>(b, 0, true)) * tab.inv_r);
+    const double e = -detmath::Log(AuxUniform<double>(b, 1, true));
     if (e + e > a * a) {
       *mag = tab.x[1] + a;
       return true;
@@ -168,29 +168,37 @@ SAMPLER_HD bool ZigguratTail(const ZigguratTable<T>& tab, uint64_t seed,
   return false;
 }
 
-// The wedge test of layer i >= 1 for a candidate x >= x[i + 1]: a uniform
-// height in the layer, y = f[i] + U (f[i + 1] - f[i]) (U from auxiliary
-// block `attempt`), under the curve at x. False rejects the attempt.
-template <typename T>
-SAMPLER_HD bool ZigguratWedge(const ZigguratTable<T>& tab, int layer, T x,
+// The wedge test of layer i >= 1 for a candidate x >= x[i + 1], in float64
+// for both precisions: a uniform height in the layer, y = f[i] + U (f[i + 1]
+// - f[i]) (one fma; U from words (0, 1) of auxiliary block `attempt`, 53
+// bits), under the curve at x. False rejects the attempt.
+SAMPLER_HD bool ZigguratWedge(const ZigguratTable& tab, int layer, double x,
                               uint64_t seed, KindTag aux_tag, uint64_t item,
                               uint32_t attempt) {
   const PhiloxBlock b =
       gamma_internal::AttemptBlock(seed, aux_tag, item, attempt);
-  const T y =
-      detmath::Fma(AuxUniform<T>(b, 0, false), tab.df[layer], tab.f[layer]);
-  return y < detmath::Exp(T(-0.5) * (x * x));
+  const double y = detmath::Fma(AuxUniform<double>(b, 0, false), tab.df[layer],
+                                tab.f[layer]);
+  return y < detmath::Exp(-0.5 * (x * x));
+}
+
+// The normal value of a pass: the signed float64 magnitude, rounded once to
+// T.
+template <typename T>
+SAMPLER_HD T ZigguratValue(bool negative, double mag) {
+  return static_cast<T>(negative ? -mag : mag);
 }
 
 // One ziggurat pass for attempt `attempt` of `item`: true and *z (exactly
-// N(0, 1) given success), or false (the attempt is rejected).
+// N(0, 1) given success, then rounded to T), or false (the attempt is
+// rejected).
 template <typename T>
-SAMPLER_HD bool ZigguratNormal(const ZigguratTable<T>& tab,
-                               const Gamma3Words& w, uint64_t seed,
-                               KindTag aux_tag, uint64_t item, uint32_t attempt,
-                               T* z, ZigguratPath* path = nullptr) {
-  const ZigguratCandidate<T> c = ZigguratFast(tab, w);
-  T mag = c.x;
+SAMPLER_HD bool ZigguratNormal(const ZigguratTable& tab, const Gamma3Words& w,
+                               uint64_t seed, KindTag aux_tag, uint64_t item,
+                               uint32_t attempt, T* z,
+                               ZigguratPath* path = nullptr) {
+  const ZigguratCandidate c = ZigguratFast<T>(tab, w);
+  double mag = c.x;
   ZigguratPath taken = ZigguratPath::kFast;
   bool ok = true;
   if (!c.fast && c.layer == 0) {
@@ -201,7 +209,7 @@ SAMPLER_HD bool ZigguratNormal(const ZigguratTable<T>& tab,
     taken = ok ? ZigguratPath::kWedgeAccept : ZigguratPath::kWedgeReject;
   }
   if (path != nullptr) *path = taken;
-  if (ok) *z = c.negative ? -mag : mag;
+  if (ok) *z = ZigguratValue<T>(c.negative, mag);
   return ok;
 }
 
@@ -223,7 +231,7 @@ SAMPLER_HD T Gamma3Boost(uint64_t seed, KindTag aux_tag, uint64_t item) {
 // One attempt from its words: the ziggurat pass, then version 2's test.
 // On acceptance returns true and sets *dv.
 template <typename T>
-SAMPLER_HD bool Gamma3TryAttempt(const ZigguratTable<T>& tab,
+SAMPLER_HD bool Gamma3TryAttempt(const ZigguratTable& tab,
                                  const GammaShape<T>& g, const Gamma3Words& w,
                                  uint64_t seed, KindTag aux_tag, uint64_t item,
                                  uint32_t attempt, T* dv) {
@@ -237,7 +245,7 @@ SAMPLER_HD bool Gamma3TryAttempt(const ZigguratTable<T>& tab,
 // `tags` are the main and auxiliary kind tags.
 template <typename T>
 SAMPLER_HD GammaDraw<T> Gamma3DrawItem(
-    const ZigguratTable<T>& tab, KindTag tag, KindTag aux_tag, uint64_t seed,
+    const ZigguratTable& tab, KindTag tag, KindTag aux_tag, uint64_t seed,
     uint64_t item, const GammaShape<T>& g,
     uint32_t max_attempts = kGammaMaxAttempts) {
   const uint64_t block = Gamma3BlockIndex<T>(item);
@@ -256,7 +264,7 @@ SAMPLER_HD GammaDraw<T> Gamma3DrawItem(
 // Everything for one gamma item (tags GAM3 and GAX3); NaN only if the
 // attempt cap was hit.
 template <typename T>
-SAMPLER_HD T Gamma3SampleItem(const ZigguratTable<T>& tab, uint64_t seed,
+SAMPLER_HD T Gamma3SampleItem(const ZigguratTable& tab, uint64_t seed,
                               uint64_t item, const GammaShape<T>& g, T scale,
                               T log_scale, bool log_output) {
   return GammaOutput(
