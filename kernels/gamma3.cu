@@ -39,11 +39,11 @@
 //     below) wedge and logarithm run once per resolution, when 4 lanes are
 //     stuck or 16 parked, i.e. every few iterations with about 4-16 lanes'
 //     tests in one pass (only the 0.06% tail stays inline).
-//   Registers (sm_90, ptxas, no spills; counted before float32's ziggurat
-//     moved to float64, which adds a double to each waiting attempt):
-//     float 63 inline / 114 deferred,
+//   Registers (sm_90, ptxas, no spills, uninstrumented): float 78 inline /
+//     128 deferred (63 / 114 before float32's ziggurat moved to float64),
 //     double 96 / 164: the deferred loop holds up to three waiting attempts
-//     per lane, and 16 resident warps per SM instead of 32 (double: 12 / 20).
+//     per lane. Resident warps per SM: float 24 inline / 16 deferred (was
+//     32 / 16), double 20 / 12.
 //     Which loop is faster is for gamma_bench
 //     ("gamma" vs "gamma_inline" rows) to say; the bits are the same.
 // The ziggurat table (float64 for both precisions: gamma3_core.h says why)
