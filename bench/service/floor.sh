@@ -89,6 +89,16 @@ failed_calls() {
   exec 3>&-
 }
 
+# sampler-server's request counters by method and code (cumulative), so that
+# a run's failed calls can be told apart (h2load resetting the streams still
+# in flight when its duration ends shows as CANCELLED).
+metric_lines() {
+  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+  printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+  grep '^sampler_requests_total{' <&3 | grep -v 'code="OK"' || true
+  exec 3>&-
+}
+
 h2() {  # server case h2load-args...
   local name=$1 case=$2
   shift 2
@@ -101,6 +111,7 @@ h2() {  # server case h2load-args...
     -H 'te: trailers' --log-file="$out/$name/$case.log" "$@" \
     > "$out/$name/$case.h2load.txt" 2>&1 || true
   echo $(($(failed_calls) - before)) > "$out/$name/$case.errors"
+  [ -z "$metrics_port" ] || metric_lines > "$out/$name/$case.codes"
 }
 
 run_server() {  # name binary flags...
@@ -118,10 +129,12 @@ run_server() {  # name binary flags...
   mv "$out/$name/$small.h2load.txt" "$out/$name/small_64x1.h2load.txt"
   mv "$out/$name/$small.log" "$out/$name/small_64x1.log"
   mv "$out/$name/$small.errors" "$out/$name/small_64x1.errors"
+  mv "$out/$name/$small.codes" "$out/$name/small_64x1.codes" 2>/dev/null || true
   h2 "$name" "$small" -c 16 -m 16 -t 4 -D "$duration" --warm-up-time=2
   mv "$out/$name/$small.h2load.txt" "$out/$name/small_16x16.h2load.txt"
   mv "$out/$name/$small.log" "$out/$name/small_16x16.log"
   mv "$out/$name/$small.errors" "$out/$name/small_16x16.errors"
+  mv "$out/$name/$small.codes" "$out/$name/small_16x16.codes" 2>/dev/null || true
   h2 "$name" gamma_10m_f32 -c 1 -m 1 -n 10
   h2 "$name" gamma_stream_10m_f32 -c 1 -m 1 -n 10
   h2 "$name" categorical_4096x1024_f32 -c 1 -m 1 -n 20
