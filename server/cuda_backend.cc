@@ -19,7 +19,7 @@ namespace sampler::server {
 // thread) and the queue of batches waiting for a slot.
 struct CudaBackend::Device {
   DeviceInfo info;
-  cudaMemPool_t pool = nullptr;
+  kernels::cuda::MemPool pool;
   std::vector<std::unique_ptr<CudaSlot>> slots;
 
   struct Pending {
@@ -36,7 +36,6 @@ struct CudaBackend::Device {
 
   ~Device() {
     slots.clear();  // streams and buffers first: they use the pool
-    if (pool != nullptr) cudaMemPoolDestroy(pool);
   }
 };
 
@@ -52,23 +51,6 @@ absl::StatusOr<DeviceInfo> Describe(int index) {
   info.compute_capability = absl::StrCat(prop.major, ".", prop.minor);
   info.multiprocessors = prop.multiProcessorCount;
   return info;
-}
-
-absl::StatusOr<cudaMemPool_t> CreatePool(int index,
-                                         const CudaBackendOptions& options) {
-  cudaMemPoolProps props = {};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = index;
-  props.maxSize =
-      static_cast<size_t>(std::max<int64_t>(0, options.pool_limit_bytes));
-  cudaMemPool_t pool = nullptr;
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemPoolCreate(&pool, &props));
-  uint64_t threshold = static_cast<uint64_t>(
-      std::max<int64_t>(0, options.pool_release_threshold_bytes));
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemPoolSetAttribute(
-      pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  return pool;
 }
 
 }  // namespace
@@ -108,11 +90,17 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     SAMPLER_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
     auto device = std::make_unique<Device>();
     SAMPLER_ASSIGN_OR_RETURN(device->info, Describe(index));
-    SAMPLER_ASSIGN_OR_RETURN(device->pool, CreatePool(index, options));
+    SAMPLER_ASSIGN_OR_RETURN(
+        device->pool,
+        kernels::cuda::MemPool::Create(
+            index,
+            static_cast<size_t>(std::max<int64_t>(0, options.pool_limit_bytes)),
+            static_cast<uint64_t>(
+                std::max<int64_t>(0, options.pool_release_threshold_bytes))));
     for (int s = 0; s < options.streams_per_device; ++s) {
       auto slot = std::make_unique<CudaSlot>();
       slot->device = index;
-      slot->pool = device->pool;
+      slot->pool = device->pool.get();
       SAMPLER_ASSIGN_OR_RETURN(slot->stream, kernels::cuda::Stream::Create());
       for (kernels::cuda::Event* e : {&slot->start, &slot->stop}) {
         SAMPLER_ASSIGN_OR_RETURN(*e,
@@ -209,9 +197,10 @@ std::vector<Backend::PoolBytes> CudaBackend::PoolUsage() const {
   std::vector<PoolBytes> usage;
   for (const auto& device : devices_) {
     uint64_t used = 0, reserved = 0;
-    cudaMemPoolGetAttribute(device->pool, cudaMemPoolAttrUsedMemCurrent, &used);
-    cudaMemPoolGetAttribute(device->pool, cudaMemPoolAttrReservedMemCurrent,
-                            &reserved);
+    cudaMemPoolGetAttribute(device->pool.get(), cudaMemPoolAttrUsedMemCurrent,
+                            &used);
+    cudaMemPoolGetAttribute(device->pool.get(),
+                            cudaMemPoolAttrReservedMemCurrent, &reserved);
     usage.push_back({std::to_string(device->info.index),
                      static_cast<int64_t>(used),
                      static_cast<int64_t>(reserved)});

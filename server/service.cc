@@ -189,8 +189,8 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
 template <typename JobT, typename ChunkResponse, typename ParseFn,
           typename SliceFn>
 grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
-    const char* rpc, Kind kind, grpc::CallbackServerContext* context,
-    ParseFn parse, const char* chunk_field, int64_t client_max_per_chunk,
+    const char* rpc, grpc::CallbackServerContext* context, ParseFn parse,
+    const char* chunk_field, int64_t client_max_per_chunk,
     const ServiceOptions& options, SliceFn slice,
     typename StreamReactor<JobT, ChunkResponse>::CutFn cut,
     Batcher<JobT>& batcher, const CallEnv& env, StallWatch* watch) {
@@ -216,11 +216,11 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     return StreamRefusal<ChunkResponse>::Finished(job.status());
   }
   (*job)->client = ClientKey(*context, env.auth);
-  const int64_t units = StreamUnits(kind, **job);
+  const int64_t units = StreamUnits(**job);
   // A piece holds at most the queue budget's share of one stream's window:
   // a stream then fits an idle server's queue, whatever its size.
   const StreamPlan plan = PlanStream(
-      kind, **job, client_max_per_chunk, options.limits,
+      **job, client_max_per_chunk, options.limits,
       options.max_queued_items / StreamReactor<JobT, ChunkResponse>::kWindow);
   // The reactor counts the call itself (RequestDone); this adds the refusal
   // count (a first piece refused by the queues is the only way a stream
@@ -313,7 +313,7 @@ SamplerServiceImpl::SampleCategoricalStream(
     grpc::CallbackServerContext* context,
     const v1::SampleCategoricalStreamRequest* request) {
   return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
-      rpc::kSampleCategoricalStream, Kind::kCategorical, context,
+      rpc::kSampleCategoricalStream, context,
       [&] {
         return ParseCategorical(request->request(), options_.limits, seeds_,
                                 /*streamed=*/true);
@@ -340,7 +340,7 @@ SamplerServiceImpl::SampleGammaStream(
     grpc::CallbackServerContext* context,
     const v1::SampleGammaStreamRequest* request) {
   return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
-      rpc::kSampleGammaStream, Kind::kGamma, context,
+      rpc::kSampleGammaStream, context,
       [&] {
         return ParseGamma(request->request(), options_.limits, seeds_,
                           /*streamed=*/true);
@@ -378,7 +378,7 @@ SamplerServiceImpl::SampleBoardsStream(
     grpc::CallbackServerContext* context,
     const v1::SampleBoardsStreamRequest* request) {
   return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
-      rpc::kSampleBoardsStream, Kind::kBoards, context,
+      rpc::kSampleBoardsStream, context,
       [&] {
         return ParseBoards(request->request(), options_.limits, seeds_,
                            /*streamed=*/true);

@@ -18,7 +18,6 @@
 #ifndef SAMPLER_SERVER_STREAM_CHUNK_H_
 #define SAMPLER_SERVER_STREAM_CHUNK_H_
 
-#include <cassert>
 #include <cstdint>
 #include <memory>
 
@@ -75,32 +74,6 @@ StreamPlan PlanStream(const GammaJob& whole, int64_t client_max_per_chunk,
                       const RequestLimits& limits, int64_t max_piece_items);
 StreamPlan PlanStream(const BoardsJob& whole, int64_t client_max_per_chunk,
                       const RequestLimits& limits, int64_t max_piece_items);
-
-// The kind of each streamed job type.
-constexpr Kind StreamedKind(const CategoricalJob&) {
-  return Kind::kCategorical;
-}
-constexpr Kind StreamedKind(const GammaJob&) { return Kind::kGamma; }
-constexpr Kind StreamedKind(const BoardsJob&) { return Kind::kBoards; }
-
-// The same with the job's Kind passed along, for code generic over the job
-// type that carries its kind anyway (the service's stream handler). The
-// type picks the overload; `kind` must be the type's (checked in debug
-// builds).
-template <typename StreamedJob>
-int64_t StreamUnits(Kind kind, const StreamedJob& whole) {
-  assert(kind == StreamedKind(whole));
-  static_cast<void>(kind);
-  return StreamUnits(whole);
-}
-template <typename StreamedJob>
-StreamPlan PlanStream(Kind kind, const StreamedJob& whole,
-                      int64_t client_max_per_chunk, const RequestLimits& limits,
-                      int64_t max_piece_items) {
-  assert(kind == StreamedKind(whole));
-  static_cast<void>(kind);
-  return PlanStream(whole, client_max_per_chunk, limits, max_piece_items);
-}
 
 // INVALID_ARGUMENT ("max_rows_per_chunk = -1: must be >= 0 (0 lets the
 // server choose)") for a negative client chunk size; `field` names it.

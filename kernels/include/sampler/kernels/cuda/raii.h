@@ -18,16 +18,23 @@ namespace sampler::kernels::cuda {
 // A non-blocking stream.
 class Stream {
  public:
+  // A non-blocking stream of the current device, which it records: a stream
+  // belongs to the device that was current when it was made, and work queued
+  // on it from another device is an error.
   static absl::StatusOr<Stream> Create() {
+    int device = -1;
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
     cudaStream_t s = nullptr;
     SAMPLER_CUDA_RETURN_IF_ERROR(
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    return Stream(s);
+    return Stream(s, device);
   }
   Stream() = default;
-  Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Stream(Stream&& o) noexcept
+      : s_(std::exchange(o.s_, nullptr)), device_(o.device_) {}
   Stream& operator=(Stream&& o) noexcept {
     std::swap(s_, o.s_);
+    std::swap(device_, o.device_);
     return *this;
   }
   Stream(const Stream&) = delete;
@@ -36,10 +43,56 @@ class Stream {
     if (s_ != nullptr) cudaStreamDestroy(s_);
   }
   cudaStream_t get() const { return s_; }
+  // The device it belongs to (-1 for an empty Stream).
+  int device() const { return device_; }
 
  private:
-  explicit Stream(cudaStream_t s) : s_(s) {}
+  Stream(cudaStream_t s, int device) : s_(s), device_(device) {}
   cudaStream_t s_ = nullptr;
+  int device_ = -1;
+};
+
+// A stream-ordered memory pool of one device, owned: destroyed with its
+// owner (after everything allocated from it has been freed, which the
+// owner orders by destroying its users first). maxSize 0 means no cap; the
+// release threshold is how much freed memory the pool keeps reserved.
+class MemPool {
+ public:
+  static absl::StatusOr<MemPool> Create(int device, size_t max_bytes,
+                                        uint64_t release_threshold_bytes) {
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    props.maxSize = max_bytes;
+    cudaMemPool_t pool = nullptr;
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemPoolCreate(&pool, &props));
+    MemPool owned(pool, device);
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemPoolSetAttribute(
+        pool, cudaMemPoolAttrReleaseThreshold, &release_threshold_bytes));
+    return owned;
+  }
+  MemPool() = default;
+  MemPool(MemPool&& o) noexcept
+      : pool_(std::exchange(o.pool_, nullptr)), device_(o.device_) {}
+  MemPool& operator=(MemPool&& o) noexcept {
+    std::swap(pool_, o.pool_);
+    std::swap(device_, o.device_);
+    return *this;
+  }
+  MemPool(const MemPool&) = delete;
+  MemPool& operator=(const MemPool&) = delete;
+  ~MemPool() {
+    if (pool_ != nullptr) cudaMemPoolDestroy(pool_);
+  }
+  cudaMemPool_t get() const { return pool_; }
+  // The device whose memory it holds (-1 for an empty MemPool).
+  int device() const { return device_; }
+
+ private:
+  MemPool(cudaMemPool_t pool, int device) : pool_(pool), device_(device) {}
+  cudaMemPool_t pool_ = nullptr;
+  int device_ = -1;
 };
 
 // An event; timing on request (for kernel time from events).
