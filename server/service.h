@@ -17,10 +17,10 @@
 #include "server/backend.h"
 #include "server/batcher.h"
 #include "server/metrics.h"
+#include "server/pool_metrics.h"
 #include "server/request_limits.h"
 #include "server/request_parse.h"
 #include "server/response_bind.h"
-#include "server/pool_metrics.h"
 #include "server/stall_watch.h"
 #include "server/stream_chunk.h"
 
