@@ -37,8 +37,9 @@ using gamma_device::Item;
 using gamma_device::kBlockThreads;
 using gamma_device::LastAtOrBelow;
 using gamma_device::LaunchRejection;
-using segment_arena::AlignUp;
+using segment_arena::After;
 using segment_arena::CheckRoom;
+using segment_arena::CopyInto;
 
 // ------------------------------------------------------ item source ----
 
@@ -266,9 +267,9 @@ typename DirichletBatchBuilder<T>::Offsets DirichletBatchBuilder<T>::Layout()
     const {
   Offsets o;
   o.segments = 0;
-  o.alpha = AlignUp(o.segments + sizeof(DirichletSegment) * segments_.size());
-  o.rows = AlignUp(o.alpha + sizeof(T) * alpha_.size());
-  o.end = AlignUp(o.rows + sizeof(int64_t) * rows_.size());
+  o.alpha = After(o.segments, segments_);
+  o.rows = After(o.alpha, alpha_);
+  o.end = After(o.rows, rows_);
   return o;
 }
 
@@ -281,14 +282,9 @@ template <typename T>
 void DirichletBatchBuilder<T>::PackInto(void* host_arena) const {
   const Offsets o = Layout();
   char* base = static_cast<char*>(host_arena);
-  if (!segments_.empty()) {
-    std::memcpy(base + o.segments, segments_.data(),
-                sizeof(DirichletSegment) * segments_.size());
-  }
-  if (!alpha_.empty()) {
-    std::memcpy(base + o.alpha, alpha_.data(), sizeof(T) * alpha_.size());
-  }
-  std::memcpy(base + o.rows, rows_.data(), sizeof(int64_t) * rows_.size());
+  CopyInto(base, o.segments, segments_);
+  CopyInto(base, o.alpha, alpha_);
+  CopyInto(base, o.rows, rows_);
 }
 
 template <typename T>

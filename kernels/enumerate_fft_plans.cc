@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "cufft_loader.h"
 #include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/status_macros.h"
 
 namespace sampler::kernels::cuda {
 
@@ -90,74 +91,66 @@ absl::Status EnumerateFftPlans::Prepare(const EnumerateBatch<T>& batch) {
   return absl::OkStatus();
 }
 
-absl::Status EnumerateFftPlans::Forward(int64_t n, int64_t count, double* real,
-                                        void* complex, void* work,
-                                        cudaStream_t stream) {
+namespace {
+
+using PlanMap = std::map<std::tuple<int64_t, int64_t, bool>, int>;
+
+// Runs `count` transforms of length n, forward or inverse, through the
+// prepared plans of power-of-two batch sizes (count's binary digits, largest
+// first): `exec(plan, done)` transforms the batch that starts after the
+// first `done` signals.
+template <typename Exec>
+absl::Status RunPlans(const PlanMap& plans, int64_t n, int64_t count,
+                      bool inverse, void* work, cudaStream_t stream,
+                      Exec exec) {
   const CufftApi& api = Cufft();
-  const int64_t bins = n / 2 + 1;
   int64_t done = 0;
   for (int k = 62; k >= 0; --k) {
     if ((count >> k & 1) == 0) continue;
-    const auto it = plans_.find(std::make_tuple(n, int64_t{1} << k, false));
-    if (it == plans_.end()) {
+    const auto it = plans.find(std::make_tuple(n, int64_t{1} << k, inverse));
+    if (it == plans.end()) {
       return absl::FailedPreconditionError(
           "enumerate: FFT plan missing (call EnumerateFftPlans::Prepare)");
     }
     const cufftHandle h = it->second;
-    if (absl::Status s = CufftStatus(api.set_stream(h, stream), "stream");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CufftStatus(api.set_work_area(h, work), "work area");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s =
-            CufftStatus(api.exec_d2z(h, real + done * n,
-                                     static_cast<cufftDoubleComplex*>(complex) +
-                                         done * bins),
-                        "D2Z");
-        !s.ok()) {
-      return s;
-    }
+    SAMPLER_RETURN_IF_ERROR(CufftStatus(api.set_stream(h, stream), "stream"));
+    SAMPLER_RETURN_IF_ERROR(
+        CufftStatus(api.set_work_area(h, work), "work area"));
+    SAMPLER_RETURN_IF_ERROR(exec(api, h, done));
     done += int64_t{1} << k;
   }
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status EnumerateFftPlans::Forward(int64_t n, int64_t count, double* real,
+                                        void* complex, void* work,
+                                        cudaStream_t stream) {
+  const int64_t bins = n / 2 + 1;
+  return RunPlans(plans_, n, count, /*inverse=*/false, work, stream,
+                  [&](const CufftApi& api, cufftHandle h, int64_t done) {
+                    return CufftStatus(
+                        api.exec_d2z(h, real + done * n,
+                                     static_cast<cufftDoubleComplex*>(complex) +
+                                         done * bins),
+                        "D2Z");
+                  });
+}
+
 absl::Status EnumerateFftPlans::Inverse(int64_t n, int64_t count, void* complex,
                                         double* real, void* work,
                                         cudaStream_t stream) {
-  const CufftApi& api = Cufft();
   const int64_t bins = n / 2 + 1;
-  int64_t done = 0;
-  for (int k = 62; k >= 0; --k) {
-    if ((count >> k & 1) == 0) continue;
-    const auto it = plans_.find(std::make_tuple(n, int64_t{1} << k, true));
-    if (it == plans_.end()) {
-      return absl::FailedPreconditionError(
-          "enumerate: FFT plan missing (call EnumerateFftPlans::Prepare)");
-    }
-    const cufftHandle h = it->second;
-    if (absl::Status s = CufftStatus(api.set_stream(h, stream), "stream");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CufftStatus(api.set_work_area(h, work), "work area");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CufftStatus(
+  return RunPlans(
+      plans_, n, count, /*inverse=*/true, work, stream,
+      [&](const CufftApi& api, cufftHandle h, int64_t done) {
+        return CufftStatus(
             api.exec_z2d(
                 h, static_cast<cufftDoubleComplex*>(complex) + done * bins,
                 real + done * n),
             "Z2D");
-        !s.ok()) {
-      return s;
-    }
-    done += int64_t{1} << k;
-  }
-  return absl::OkStatus();
+      });
 }
 
 template absl::Status EnumerateFftPlans::Prepare<float>(

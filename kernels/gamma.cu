@@ -29,8 +29,9 @@ using gamma_device::FindSegment;
 using gamma_device::Item;
 using gamma_device::LastAtOrBelow;
 using gamma_device::LaunchRejection;
-using segment_arena::AlignUp;
+using segment_arena::After;
 using segment_arena::CheckRoom;
+using segment_arena::CopyInto;
 
 // ------------------------------------------------------ item source ----
 
@@ -212,10 +213,10 @@ template <typename T>
 typename GammaBatchBuilder<T>::Offsets GammaBatchBuilder<T>::Layout() const {
   Offsets o;
   o.segments = 0;
-  o.shape = AlignUp(o.segments + sizeof(GammaSegment) * segments_.size());
-  o.scale = AlignUp(o.shape + sizeof(T) * shape_.size());
-  o.groups = AlignUp(o.scale + sizeof(T) * scale_.size());
-  o.end = AlignUp(o.groups + sizeof(GammaGroupParams<T>) * groups_.size());
+  o.shape = After(o.segments, segments_);
+  o.scale = After(o.shape, shape_);
+  o.groups = After(o.scale, scale_);
+  o.end = After(o.groups, groups_);
   return o;
 }
 
@@ -228,20 +229,10 @@ template <typename T>
 void GammaBatchBuilder<T>::PackInto(void* host_arena) const {
   const Offsets o = Layout();
   char* base = static_cast<char*>(host_arena);
-  if (!segments_.empty()) {
-    std::memcpy(base + o.segments, segments_.data(),
-                sizeof(GammaSegment) * segments_.size());
-  }
-  if (!shape_.empty()) {
-    std::memcpy(base + o.shape, shape_.data(), sizeof(T) * shape_.size());
-  }
-  if (!scale_.empty()) {
-    std::memcpy(base + o.scale, scale_.data(), sizeof(T) * scale_.size());
-  }
-  if (!groups_.empty()) {
-    std::memcpy(base + o.groups, groups_.data(),
-                sizeof(GammaGroupParams<T>) * groups_.size());
-  }
+  CopyInto(base, o.segments, segments_);
+  CopyInto(base, o.shape, shape_);
+  CopyInto(base, o.scale, scale_);
+  CopyInto(base, o.groups, groups_);
 }
 
 template <typename T>

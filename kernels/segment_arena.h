@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -14,6 +16,19 @@ namespace sampler::kernels::cuda::segment_arena {
 inline size_t AlignUp(size_t x) {
   constexpr size_t kAlign = 256;  // cudaMalloc's alignment
   return (x + kAlign - 1) / kAlign * kAlign;
+}
+
+// Where the section after `v` starts when `v` starts at `at`: the arena's
+// sections are laid end to end, each aligned.
+template <typename V>
+size_t After(size_t at, const std::vector<V>& v) {
+  return AlignUp(at + sizeof(V) * v.size());
+}
+
+// Copies `v` into the host arena at `at` (nothing for an empty vector).
+template <typename V>
+void CopyInto(char* base, size_t at, const std::vector<V>& v) {
+  if (!v.empty()) std::memcpy(base + at, v.data(), sizeof(V) * v.size());
 }
 
 // RESOURCE_EXHAUSTED when a batch of `segments` segments and `total` outputs
