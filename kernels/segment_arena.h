@@ -1,6 +1,7 @@
 // Host helpers of the gamma and Dirichlet batch builders (gamma.cu,
-// dirichlet.cu): the alignment of an arena's sections and the limits of
-// one batch.
+// dirichlet.cu): the alignment of an arena's sections (also the staging
+// pipeline's regions, staging.cc), laying out and packing its arrays, and
+// the limits of one batch.
 #ifndef SAMPLER_KERNELS_SEGMENT_ARENA_H_
 #define SAMPLER_KERNELS_SEGMENT_ARENA_H_
 

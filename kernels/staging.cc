@@ -5,15 +5,12 @@
 
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/status_macros.h"
+#include "segment_arena.h"
 
 namespace sampler::kernels::cuda {
 namespace {
 
-constexpr size_t kRegionAlign = 256;
-
-size_t AlignUp(size_t bytes) {
-  return (bytes + kRegionAlign - 1) / kRegionAlign * kRegionAlign;
-}
+using segment_arena::AlignUp;
 
 // Grows by at least half again, so a slowly growing load reallocates rarely.
 absl::Status Grow(PinnedBuffer& buffer, size_t bytes) {
@@ -27,7 +24,6 @@ absl::Status Grow(PinnedBuffer& buffer, size_t bytes) {
 
 absl::StatusOr<std::unique_ptr<Stager>> Stager::Create(cudaMemPool_t pool) {
   auto stager = std::make_unique<Stager>();
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&stager->device));
   stager->pool = pool;
   SAMPLER_ASSIGN_OR_RETURN(stager->stream, Stream::Create());
   SAMPLER_ASSIGN_OR_RETURN(stager->start, Event::Create(/*timing=*/true));

@@ -98,14 +98,9 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
             static_cast<uint64_t>(
                 std::max<int64_t>(0, options.pool_release_threshold_bytes))));
     for (int s = 0; s < options.streams_per_device; ++s) {
-      auto slot = std::make_unique<CudaSlot>();
-      slot->device = index;
-      slot->pool = device->pool.get();
-      SAMPLER_ASSIGN_OR_RETURN(slot->stream, kernels::cuda::Stream::Create());
-      for (kernels::cuda::Event* e : {&slot->start, &slot->stop}) {
-        SAMPLER_ASSIGN_OR_RETURN(*e,
-                                 kernels::cuda::Event::Create(/*timing=*/true));
-      }
+      // On the current device (`index`), from its pool.
+      SAMPLER_ASSIGN_OR_RETURN(std::unique_ptr<CudaSlot> slot,
+                               CudaSlot::Create(device->pool.get()));
       device->slots.push_back(std::move(slot));
     }
     backend->devices_.push_back(std::move(device));
@@ -159,12 +154,12 @@ void CudaBackend::WorkerLoop(Device* device, CudaSlot* slot) {
   // it fail, every batch this worker takes fails with that error: running
   // them on whatever device is current would mix GPUs and pools.
   const absl::Status selected = kernels::cuda::ToStatus(
-      cudaSetDevice(slot->device), "cudaSetDevice", __FILE__, __LINE__);
+      cudaSetDevice(slot->device()), "cudaSetDevice", __FILE__, __LINE__);
   if (!selected.ok()) {
-    std::fprintf(stderr, "sampler-server: GPU %d worker: %s\n", slot->device,
+    std::fprintf(stderr, "sampler-server: GPU %d worker: %s\n", slot->device(),
                  std::string(selected.message()).c_str());
   }
-  const std::string name = std::to_string(slot->device);
+  const std::string name = std::to_string(slot->device());
   for (;;) {
     Device::Pending pending;
     {

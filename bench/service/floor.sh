@@ -79,39 +79,32 @@ stop() {
   wait "$pid" 2>/dev/null || true
 }
 
-# Calls that did not end OK so far, from sampler-server's counters (0 for the
-# floor, which has no metrics and answers every case).
-failed_calls() {
-  [ -n "$metrics_port" ] || { echo 0; return; }
-  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
-  printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-  awk '/^sampler_requests_total\{/ && !/code="OK"/ {s += $NF} END {print s + 0}' <&3
-  exec 3>&-
-}
-
-# sampler-server's request counters by method and code (cumulative), so that
-# a run's failed calls can be told apart (h2load resetting the streams still
-# in flight when its duration ends shows as CANCELLED).
-metric_lines() {
+# sampler-server's counters of calls that did not end OK, by method and code
+# (cumulative; none for the floor, which has no metrics and answers every
+# case), so that a run's failed calls can be told apart (h2load resetting
+# the streams still in flight when its duration ends shows as CANCELLED).
+failed_lines() {
+  [ -n "$metrics_port" ] || return 0
   exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
   printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
   grep '^sampler_requests_total{' <&3 | grep -v 'code="OK"' || true
   exec 3>&-
 }
+failed_calls() { failed_lines | awk '{s += $NF} END {print s + 0}'; }
 
-h2() {  # server case h2load-args...
-  local name=$1 case=$2
-  shift 2
+h2() {  # server case label h2load-args...: files OUT/server/label.*
+  local name=$1 case=$2 label=$3
+  shift 3
   local method
   method=$(awk -F'\t' -v c="$case" '$1 == c {print $2}' "$frames_dir/cases.tsv")
   local before
   before=$(failed_calls)
   taskset -c "$client_cpus" "$h2load" "http://127.0.0.1:$port$method" \
     -d "$frames_dir/$case.bin" -H 'content-type: application/grpc' \
-    -H 'te: trailers' --log-file="$out/$name/$case.log" "$@" \
-    > "$out/$name/$case.h2load.txt" 2>&1 || true
-  echo $(($(failed_calls) - before)) > "$out/$name/$case.errors"
-  [ -z "$metrics_port" ] || metric_lines > "$out/$name/$case.codes"
+    -H 'te: trailers' --log-file="$out/$name/$label.log" "$@" \
+    > "$out/$name/$label.h2load.txt" 2>&1 || true
+  echo $(($(failed_calls) - before)) > "$out/$name/$label.errors"
+  failed_lines > "$out/$name/$label.codes"
 }
 
 run_server() {  # name binary flags...
@@ -124,26 +117,18 @@ run_server() {  # name binary flags...
     cat "$out/$name/compare.txt" >&2
     exit 1
   }
-  local small="gamma_256_f32"
-  h2 "$name" "$small" -c 64 -m 1 -t 4 -D "$duration" --warm-up-time=2
-  mv "$out/$name/$small.h2load.txt" "$out/$name/small_64x1.h2load.txt"
-  mv "$out/$name/$small.log" "$out/$name/small_64x1.log"
-  mv "$out/$name/$small.errors" "$out/$name/small_64x1.errors"
-  mv "$out/$name/$small.codes" "$out/$name/small_64x1.codes" 2>/dev/null || true
-  h2 "$name" "$small" -c 16 -m 16 -t 4 -D "$duration" --warm-up-time=2
-  mv "$out/$name/$small.h2load.txt" "$out/$name/small_16x16.h2load.txt"
-  mv "$out/$name/$small.log" "$out/$name/small_16x16.log"
-  mv "$out/$name/$small.errors" "$out/$name/small_16x16.errors"
-  mv "$out/$name/$small.codes" "$out/$name/small_16x16.codes" 2>/dev/null || true
-  h2 "$name" gamma_10m_f32 -c 1 -m 1 -n 10
-  h2 "$name" gamma_stream_10m_f32 -c 1 -m 1 -n 10
-  h2 "$name" categorical_4096x1024_f32 -c 1 -m 1 -n 20
-  for c in 64; do
-    taskset -c "$client_cpus" "$loadgen" --target "127.0.0.1:$port" --json \
-      --rpc gamma --gamma_samples 256 --precision f32 --concurrency "$c" \
-      --channels "$c" --duration "${duration}s" \
-      > "$out/$name/loadgen_small_${c}.json" 2>/dev/null || true
+  h2 "$name" gamma_256_f32 small_64x1 -c 64 -m 1 -t 4 -D "$duration" \
+    --warm-up-time=2
+  h2 "$name" gamma_256_f32 small_16x16 -c 16 -m 16 -t 4 -D "$duration" \
+    --warm-up-time=2
+  for case in gamma_10m_f32 gamma_stream_10m_f32; do
+    h2 "$name" "$case" "$case" -c 1 -m 1 -n 10
   done
+  h2 "$name" categorical_4096x1024_f32 categorical_4096x1024_f32 -c 1 -m 1 -n 20
+  taskset -c "$client_cpus" "$loadgen" --target "127.0.0.1:$port" --json \
+    --rpc gamma --gamma_samples 256 --precision f32 --concurrency 64 \
+    --channels 64 --duration "${duration}s" \
+    > "$out/$name/loadgen_small_64.json" 2>/dev/null || true
   stop
 }
 

@@ -135,13 +135,6 @@ absl::Status SegmentStatus(uint32_t word, int segment);
 
 // ------------------------------------------------------------ packing ----
 
-// Collects requests into the descriptor arrays of one batch (host memory),
-// validating each as the CPU backend does. All arrays then travel in one
-// copy: PackInto lays them out in ArenaBytes() bytes, View gives the batch
-// over the device copy of that arena. For the staging pipeline (staging.h)
-// the arena is the in region and the out region holds the outputs, then one
-// status word per segment (OutLayout).
-//
 // The view on a builder's staged regions, for the builders below.
 template <typename Builder>
 auto ViewOnRegions(const Builder& builder, const DeviceRegions& device) {
@@ -150,6 +143,12 @@ auto ViewOnRegions(const Builder& builder, const DeviceRegions& device) {
                       out.StatusWords(device.out));
 }
 
+// Collects requests into the descriptor arrays of one batch (host memory),
+// validating each as the CPU backend does. All arrays then travel in one
+// copy: PackInto lays them out in ArenaBytes() bytes, View gives the batch
+// over the device copy of that arena. For the staging pipeline (staging.h)
+// the arena is the in region and the out region holds the outputs, then one
+// status word per segment (OutLayout).
 template <typename T>
 class GammaBatchBuilder {
  public:

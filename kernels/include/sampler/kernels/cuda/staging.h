@@ -78,13 +78,15 @@ struct StagedBatch {
 // One stream of one GPU with what a batch needs there. The server builds
 // one per stream (its CudaSlot); tests and benchmarks take one from Create.
 struct Stager {
-  int device = 0;
   cudaMemPool_t pool = nullptr;  // null: the device's default pool
   Stream stream;
   Event start;       // recorded before the batch's kernels
   Event stop;        // and after them: device seconds
   PinnedBuffer in;   // host -> device staging
   PinnedBuffer out;  // device -> host staging
+
+  // The GPU it runs on: its stream's.
+  int device() const { return stream.device(); }
 
   // A stager on the current device: a new non-blocking stream, timing
   // events, empty staging; device memory from `pool` (null: the device's
