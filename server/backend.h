@@ -23,6 +23,9 @@ struct DeviceInfo {
   int64_t memory_bytes = 0;
   std::string compute_capability;
   int multiprocessors = 0;
+  // Empty when the device serves; otherwise why it could not be initialised
+  // (it is listed, and takes no batch).
+  std::string unavailable_reason;
 };
 
 struct BackendInfo {

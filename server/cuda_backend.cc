@@ -4,35 +4,29 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
+#include <cstdlib>
+#include <optional>
+#include <set>
 #include <utility>
 #include <variant>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/status_macros.h"
 #include "server/cuda_exec.h"
+#include "server/device_init.h"
 
 namespace sampler::server {
 
-// A GPU: its pool, its slots (one per stream, each served by one worker
-// thread) and the queue of batches waiting for a slot.
+// A GPU that serves: its pool and its slots (one per stream, each served by
+// one worker thread, which takes from this GPU's queue in dispatch_).
 struct CudaBackend::Device {
   DeviceInfo info;
   kernels::cuda::MemPool pool;
   std::vector<std::unique_ptr<CudaSlot>> slots;
-
-  struct Pending {
-    Task task;
-    BatchDone done;
-    int64_t items;
-  };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Pending> queue;
-  bool stopping = false;
-  // Work items queued or running here: the dispatch picks the least loaded.
-  std::atomic<int64_t> outstanding{0};
 
   ~Device() {
     slots.clear();  // streams and buffers first: they use the pool
@@ -53,6 +47,20 @@ absl::StatusOr<DeviceInfo> Describe(int index) {
   return info;
 }
 
+// The test-only seam (cuda_backend.h): the CUDA indices listed in
+// SAMPLER_TEST_ONLY_FAIL_GPUS, whose initialisation is to fail.
+constexpr char kFailGpusVariable[] = "SAMPLER_TEST_ONLY_FAIL_GPUS";
+std::set<int> GpusToFailForTests() {
+  std::set<int> indices;
+  const char* value = std::getenv(kFailGpusVariable);
+  if (value == nullptr) return indices;
+  for (absl::string_view part : absl::StrSplit(value, ',')) {
+    int index = 0;
+    if (absl::SimpleAtoi(part, &index)) indices.insert(index);
+  }
+  return indices;
+}
+
 }  // namespace
 
 int CudaBackend::VisibleDevices() {
@@ -64,32 +72,41 @@ int CudaBackend::VisibleDevices() {
   return count;
 }
 
-CudaBackend::CudaBackend(CudaBackendOptions options)
-    : options_(std::move(options)) {}
+CudaBackend::CudaBackend(CudaBackendOptions options,
+                         std::vector<std::unique_ptr<Device>> devices,
+                         std::vector<DeviceInfo> listed)
+    : options_(std::move(options)),
+      devices_(std::move(devices)),
+      listed_(std::move(listed)),
+      dispatch_(static_cast<int>(devices_.size())) {}
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     CudaBackendOptions options) {
-  const int visible = VisibleDevices();
-  if (visible == 0) {
-    return absl::FailedPreconditionError("no CUDA device is visible");
-  }
-  if (options.devices.empty()) {
-    for (int i = 0; i < visible; ++i) options.devices.push_back(i);
-  }
   if (options.streams_per_device < 1 || options.streams_per_device > 64) {
     return absl::InvalidArgumentError(
         absl::StrCat("streams per device = ", options.streams_per_device,
                      ": must be between 1 and 64"));
   }
-  std::unique_ptr<CudaBackend> backend(new CudaBackend(options));
-  for (int index : options.devices) {
-    if (index < 0 || index >= visible) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "device ", index, ": only ", visible, " CUDA devices are visible"));
+  SAMPLER_ASSIGN_OR_RETURN(const std::vector<int> indices,
+                           SelectDevices(options.devices, VisibleDevices()));
+  const std::set<int> fail_for_tests = GpusToFailForTests();
+  // One GPU's resources; any failure leaves that GPU out (StartDevices).
+  const auto start =
+      [&](DeviceInfo& info) -> absl::StatusOr<std::unique_ptr<Device>> {
+    const int index = info.index;
+    if (fail_for_tests.count(index) > 0) {
+      return absl::UnavailableError(absl::StrCat(
+          "initialisation failed on purpose (", kFailGpusVariable, ")"));
     }
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    absl::Status set = kernels::cuda::ToStatus(
+        cudaSetDevice(index), "cudaSetDevice", __FILE__, __LINE__);
+    if (!set.ok()) {
+      cudaGetLastError();
+      return set;
+    }
+    SAMPLER_ASSIGN_OR_RETURN(info, Describe(index));
     auto device = std::make_unique<Device>();
-    SAMPLER_ASSIGN_OR_RETURN(device->info, Describe(index));
+    device->info = info;
     SAMPLER_ASSIGN_OR_RETURN(
         device->pool,
         kernels::cuda::MemPool::Create(
@@ -103,12 +120,18 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
                                CudaSlot::Create(device->pool.get()));
       device->slots.push_back(std::move(slot));
     }
-    backend->devices_.push_back(std::move(device));
-  }
-  for (auto& device : backend->devices_) {
-    for (auto& slot : device->slots) {
-      backend->workers_.emplace_back([b = backend.get(), d = device.get(),
-                                      s = slot.get()] { b->WorkerLoop(d, s); });
+    return device;
+  };
+  SAMPLER_ASSIGN_OR_RETURN(StartedDevices<Device> started,
+                           StartDevices<Device>(indices, start));
+  std::unique_ptr<CudaBackend> backend(
+      new CudaBackend(std::move(options), std::move(started.serving),
+                      std::move(started.listed)));
+  for (size_t d = 0; d < backend->devices_.size(); ++d) {
+    for (auto& slot : backend->devices_[d]->slots) {
+      backend->workers_.emplace_back([b = backend.get(),
+                                      p = static_cast<int>(d),
+                                      s = slot.get()] { b->WorkerLoop(p, s); });
     }
   }
   return backend;
@@ -116,11 +139,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
 
 CudaBackend::~CudaBackend() {
   // Workers finish what is queued, then stop.
-  for (auto& device : devices_) {
-    std::lock_guard<std::mutex> lock(device->mu);
-    device->stopping = true;
-    device->cv.notify_all();
-  }
+  dispatch_.Stop();
   for (std::thread& worker : workers_) worker.join();
 }
 
@@ -128,28 +147,22 @@ BackendInfo CudaBackend::Info() const {
   BackendInfo info;
   info.name = "cuda";
   info.reason = options_.reason;
-  for (const auto& device : devices_) info.devices.push_back(device->info);
+  info.devices = listed_;
   return info;
 }
 
 int CudaBackend::Capacity() const { return static_cast<int>(workers_.size()); }
 
 void CudaBackend::Submit(int64_t items, Task task, BatchDone done) {
-  Device* best = devices_.front().get();
-  for (const auto& device : devices_) {
-    if (device->outstanding.load() < best->outstanding.load()) {
-      best = device.get();
-    }
+  Pending pending{std::move(task), std::move(done)};
+  if (!dispatch_.Submit(items, pending).has_value()) {
+    BatchResult result;
+    result.status = absl::UnavailableError("the CUDA backend is stopping");
+    pending.done(std::move(result));
   }
-  best->outstanding += items;
-  {
-    std::lock_guard<std::mutex> lock(best->mu);
-    best->queue.push_back({std::move(task), std::move(done), items});
-  }
-  best->cv.notify_one();
 }
 
-void CudaBackend::WorkerLoop(Device* device, CudaSlot* slot) {
+void CudaBackend::WorkerLoop(int position, CudaSlot* slot) {
   // Runtime calls from this thread go to this slot's GPU. Should selecting
   // it fail, every batch this worker takes fails with that error: running
   // them on whatever device is current would mix GPUs and pools.
@@ -160,31 +173,23 @@ void CudaBackend::WorkerLoop(Device* device, CudaSlot* slot) {
                  std::string(selected.message()).c_str());
   }
   const std::string name = std::to_string(slot->device());
-  for (;;) {
-    Device::Pending pending;
-    {
-      std::unique_lock<std::mutex> lock(device->mu);
-      device->cv.wait(lock, [device] {
-        return device->stopping || !device->queue.empty();
-      });
-      if (device->queue.empty()) return;
-      pending = std::move(device->queue.front());
-      device->queue.pop_front();
-    }
-    absl::StatusOr<double> seconds =
-        selected.ok() ? pending.task(*slot) : absl::StatusOr<double>(selected);
+  while (std::optional<DeviceDispatch<Pending>::Taken> taken =
+             dispatch_.Take(position)) {
+    absl::StatusOr<double> seconds = selected.ok()
+                                         ? taken->work.task(*slot)
+                                         : absl::StatusOr<double>(selected);
     if (!seconds.ok()) {
       // Leave the stream clean for the next batch: whatever was queued for
       // the failed one must finish (or fail) before the slot is reused.
       cudaStreamSynchronize(slot->stream.get());
       cudaGetLastError();
     }
-    device->outstanding -= pending.items;
+    dispatch_.Release(position, taken->items);
     BatchResult result;
     result.status = seconds.status();
     result.device = name;
     result.device_seconds = seconds.ok() ? *seconds : 0;
-    pending.done(std::move(result));
+    taken->work.done(std::move(result));
   }
 }
 

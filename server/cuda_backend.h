@@ -7,17 +7,19 @@
 // launches one segmented kernel for the whole batch, copies out, frees,
 // records events and waits for them, then hands each job its slice.
 // A failed allocation fails that batch with RESOURCE_EXHAUSTED; the backend
-// goes on serving.
+// goes on serving. The choice of GPU and the queues are DeviceDispatch
+// (device_dispatch.h); a GPU that cannot be initialised is logged and listed
+// as unavailable while the others serve (device_init.h).
+//
+// Test-only seam: SAMPLER_TEST_ONLY_FAIL_GPUS=1,3 (CUDA indices) makes those
+// GPUs' initialisation fail before any CUDA call, so that the GPU host's
+// tests can show the others serving (bench/service/multi_gpu.sh).
 #ifndef SAMPLER_SERVER_CUDA_BACKEND_H_
 #define SAMPLER_SERVER_CUDA_BACKEND_H_
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "server/backend.h"
 #include "server/cuda_slot.h"
+#include "server/device_dispatch.h"
 
 namespace sampler::server {
 
@@ -56,14 +59,25 @@ class CudaBackend : public Backend {
  private:
   // Executes a batch on a slot and returns the kernel seconds.
   using Task = std::function<absl::StatusOr<double>(CudaSlot&)>;
+  struct Pending {
+    Task task;
+    BatchDone done;
+  };
   struct Device;
 
-  explicit CudaBackend(CudaBackendOptions options);
+  CudaBackend(CudaBackendOptions options,
+              std::vector<std::unique_ptr<Device>> devices,
+              std::vector<DeviceInfo> listed);
   void Submit(int64_t items, Task task, BatchDone done);
-  void WorkerLoop(Device* device, CudaSlot* slot);
+  // Serves the queue of devices_[position] on one of its slots.
+  void WorkerLoop(int position, CudaSlot* slot);
 
   const CudaBackendOptions options_;
+  // The GPUs that serve; DeviceDispatch positions index this.
   std::vector<std::unique_ptr<Device>> devices_;
+  // Every selected GPU, unavailable ones included (Info()).
+  const std::vector<DeviceInfo> listed_;
+  DeviceDispatch<Pending> dispatch_;
   std::vector<std::thread> workers_;
 };
 

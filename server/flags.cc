@@ -147,6 +147,23 @@ int64_t LargestServerChunkItems(const RequestLimits& limits) {
   return largest;
 }
 
+absl::StatusOr<std::vector<int>> ParseGpuList(
+    const std::vector<std::string>& gpus) {
+  std::vector<int> indices;
+  std::set<int> seen;
+  for (const std::string& gpu : gpus) {
+    int index = -1;
+    if (!absl::SimpleAtoi(gpu, &index) || index < 0) {
+      return Bad("--gpus", Quoted(gpu), ": not a GPU index (0, 1, ...)");
+    }
+    if (!seen.insert(index).second) {
+      return Bad("--gpus", index, ": listed twice");
+    }
+    indices.push_back(index);
+  }
+  return indices;
+}
+
 absl::Status CheckServerFlags(const ServerFlags& f) {
   SAMPLER_RETURN_IF_ERROR(CheckListenAddress("--listen", f.listen,
                                              /*allow_empty=*/false,
@@ -195,17 +212,7 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
                " (16 MiB, and twice --max_message_bytes: one largest request "
                "and one largest answer must fit)");
   }
-  std::set<int> seen;
-  for (const std::string& gpu : f.gpus) {
-    int index = -1;
-    if (!absl::SimpleAtoi(gpu, &index) || index < 0) {
-      return Bad("--gpus", Quoted(gpu), ": not a GPU index (0, 1, ...)");
-    }
-    if (!seen.insert(index).second) {
-      return Bad("--gpus", index, ": listed twice");
-    }
-  }
-  return absl::OkStatus();
+  return ParseGpuList(f.gpus).status();
 }
 
 std::vector<std::string> ServerFlagNotes(const ServerFlags& f) {

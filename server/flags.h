@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/request_limits.h"
@@ -71,6 +72,12 @@ int ListenPort(absl::string_view value);
 // itself (client chunk size 0) under `limits`: a stream whose chunk cannot
 // enter the queue can never start.
 int64_t LargestServerChunkItems(const RequestLimits& limits);
+
+// --gpus as CUDA indices: each a non-negative integer, listed once (whether
+// each is visible is checked where the GPUs are: SelectDevices in
+// device_init.h). INVALID_ARGUMENT naming the flag and the value otherwise.
+absl::StatusOr<std::vector<int>> ParseGpuList(
+    const std::vector<std::string>& gpus);
 
 // Checks every value; the first bad one gives INVALID_ARGUMENT whose message
 // starts with "--flag=value: " and says what would work.

@@ -31,7 +31,6 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.pb.h"
@@ -231,15 +230,8 @@ int Run(ShutdownWatchdog& watchdog) {
   BackendOptions backend_options;
   backend_options.name = absl::GetFlag(FLAGS_backend);
   backend_options.cpu_threads = absl::GetFlag(FLAGS_worker_threads);
-  for (const std::string& gpu : absl::GetFlag(FLAGS_gpus)) {
-    int index = 0;
-    if (!absl::SimpleAtoi(gpu, &index)) {
-      std::fprintf(stderr, "sampler-server: --gpus: %s is not a GPU index\n",
-                   gpu.c_str());
-      return 1;
-    }
-    backend_options.gpus.push_back(index);
-  }
+  // Checked with the other flags above.
+  backend_options.gpus = ParseGpuList(flag_values.gpus).value();
   backend_options.streams_per_gpu = absl::GetFlag(FLAGS_streams_per_gpu);
   backend_options.gpu_pool_limit_bytes =
       absl::GetFlag(FLAGS_gpu_pool_limit_bytes);
@@ -255,6 +247,13 @@ int Run(ShutdownWatchdog& watchdog) {
   const BackendInfo info = (*backend)->Info();
   std::fprintf(stderr, "sampler-server: backend %s (%s)\n", info.name.c_str(),
                info.reason.c_str());
+  // Those that could not be initialised were logged as they failed.
+  for (const DeviceInfo& device : info.devices) {
+    if (device.unavailable_reason.empty()) {
+      std::fprintf(stderr, "sampler-server: GPU %d serves (%s)\n", device.index,
+                   device.name.c_str());
+    }
+  }
 
   std::unique_ptr<Metrics> metrics;
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);

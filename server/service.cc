@@ -411,6 +411,7 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
     device->set_memory_bytes(d.memory_bytes);
     device->set_compute_capability(d.compute_capability);
     device->set_multiprocessors(d.multiprocessors);
+    device->set_unavailable_reason(d.unavailable_reason);
   }
   v1::Limits* limits = response->mutable_limits();
   limits->set_max_items_per_request(options_.limits.max_items_per_request);

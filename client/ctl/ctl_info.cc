@@ -39,6 +39,12 @@ void PrintInfo(const GetServerInfoResponse& info) {
   std::cout << "\n";
   std::cout << absl::StreamFormat("devices:  %d\n", info.devices_size());
   for (const sampler::v1::Device& device : info.devices()) {
+    if (!device.unavailable_reason().empty()) {
+      std::cout << absl::StreamFormat("  %d: unavailable (%s)\n",
+                                      device.index(),
+                                      device.unavailable_reason());
+      continue;
+    }
     std::cout << absl::StreamFormat(
         "  %d: %s, %.1f GiB, compute capability %s, %d multiprocessors\n",
         device.index(), device.name(),
