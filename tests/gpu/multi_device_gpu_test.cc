@@ -33,6 +33,7 @@
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/enumerate.h"
 #include "sampler/kernels/gamma.h"
+#include "sampler/kernels/status_macros.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace sampler::kernels::cuda {
@@ -176,18 +177,13 @@ absl::Status RunIndexed(Stager& stager, const Builder& builder, LaunchFn launch,
   return ran.status();
 }
 
-#define RETURN_IF_FAILED(expr)           \
-  do {                                   \
-    const absl::Status status_ = (expr); \
-    if (!status_.ok()) return status_;   \
-  } while (false)
-
 template <typename T>
 absl::Status RunGamma(Stager& stager, const std::vector<T>& shape,
                       const std::vector<T>& scale, bool log_output,
                       std::vector<T>* out) {
   GammaBatchBuilder<T> b;
-  RETURN_IF_FAILED(b.AddElements(shape, scale, log_output, kSeed, 0).status());
+  SAMPLER_RETURN_IF_ERROR(
+      b.AddElements(shape, scale, log_output, kSeed, 0).status());
   return RunValues<T>(
       stager, b,
       [](const GammaBatch<T>& v, cudaStream_t s) {
@@ -207,15 +203,17 @@ absl::StatusOr<Answers> OnDevice(int device, const Requests& r) {
     return absl::InternalError("the stager is not on the device asked for");
   }
   Answers a;
-  RETURN_IF_FAILED(RunGamma<float>(stager, r.gamma_shape_f, r.gamma_scale_f,
-                                   /*log_output=*/false, &a.gamma_f));
-  RETURN_IF_FAILED(RunGamma<double>(stager, r.gamma_shape_d, r.gamma_scale_d,
-                                    /*log_output=*/true, &a.gamma_d));
+  SAMPLER_RETURN_IF_ERROR(RunGamma<float>(stager, r.gamma_shape_f,
+                                          r.gamma_scale_f,
+                                          /*log_output=*/false, &a.gamma_f));
+  SAMPLER_RETURN_IF_ERROR(RunGamma<double>(stager, r.gamma_shape_d,
+                                           r.gamma_scale_d,
+                                           /*log_output=*/true, &a.gamma_d));
   {
     DirichletBatchBuilder<double> b;
-    RETURN_IF_FAILED(
+    SAMPLER_RETURN_IF_ERROR(
         b.AddRows(r.alpha, r.row_offsets, false, kSeed, 0).status());
-    RETURN_IF_FAILED(RunValues<double>(
+    SAMPLER_RETURN_IF_ERROR(RunValues<double>(
         stager, b,
         [](const DirichletBatch<double>& v, cudaStream_t s) {
           return LaunchDirichlet<double>(v, s);
@@ -225,15 +223,15 @@ absl::StatusOr<Answers> OnDevice(int device, const Requests& r) {
   for (const bool wide : {false, true}) {
     CategoricalBatchBuilder<float> b(wide ? CategoricalKernel::kWarpPerRow
                                           : CategoricalKernel::kButterfly);
-    RETURN_IF_FAILED(
+    SAMPLER_RETURN_IF_ERROR(
         b.Add(wide ? r.wide_logits : r.narrow_weights, wide ? r.wide : r.narrow,
               wide ? WeightKind::kLogits : WeightKind::kWeights, kSeed, 0)
             .status());
-    RETURN_IF_FAILED(b.Finish());
+    SAMPLER_RETURN_IF_ERROR(b.Finish());
     std::vector<int32_t>& out = wide ? a.wide : a.narrow;
     const CategoricalShape& shape = wide ? r.wide : r.narrow;
     out.assign(shape.rows * shape.draws, -1);
-    RETURN_IF_FAILED(RunIndexed(
+    SAMPLER_RETURN_IF_ERROR(RunIndexed(
         stager, b,
         [](const auto& view, cudaStream_t stream) {
           return LaunchCategorical(view, stream);
@@ -242,11 +240,11 @@ absl::StatusOr<Answers> OnDevice(int device, const Requests& r) {
   }
   {
     BoardsBatchBuilder b;
-    RETURN_IF_FAILED(b.Add(r.board, kSeed, 0, r.boards).status());
-    RETURN_IF_FAILED(b.Finish());
+    SAMPLER_RETURN_IF_ERROR(b.Add(r.board, kSeed, 0, r.boards).status());
+    SAMPLER_RETURN_IF_ERROR(b.Finish());
     a.boards.assign(r.boards * r.board.stones.size() * BoardWords64(r.board),
                     ~uint64_t{0});
-    RETURN_IF_FAILED(RunIndexed(
+    SAMPLER_RETURN_IF_ERROR(RunIndexed(
         stager, b,
         [](const auto& view, cudaStream_t stream) {
           return LaunchBoards(view, stream);
@@ -257,10 +255,10 @@ absl::StatusOr<Answers> OnDevice(int device, const Requests& r) {
     std::vector<PmfTerm<double>> terms;
     for (const auto& pmf : r.pmfs) terms.push_back({0, pmf});
     EnumerateBatchBuilder<double> b;
-    RETURN_IF_FAILED(
+    SAMPLER_RETURN_IF_ERROR(
         b.Add(terms, ProbSpace::kLinear, ProbSpace::kLinear).status());
-    RETURN_IF_FAILED(b.Finish());
-    RETURN_IF_FAILED(RunValues<double>(
+    SAMPLER_RETURN_IF_ERROR(b.Finish());
+    SAMPLER_RETURN_IF_ERROR(RunValues<double>(
         stager, b,
         [](const EnumerateBatch<double>& v, cudaStream_t s) {
           return LaunchEnumerate<double>(v, s);
