@@ -11,10 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "google/protobuf/arena.h"
 #include "sampler/kernels/contract.h"
 #include "server/grpc_status.h"
 #include "server/rpc_names.h"
 #include "server/stream_reactor.h"
+#include "server/wire_answer.h"
+#include "server/wire_request.h"
 
 namespace sampler::server {
 namespace {
@@ -123,25 +126,51 @@ grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
   return reactor;
 }
 
-template <typename ChunkResponse>
-grpc::ServerWriteReactor<ChunkResponse>* RefuseStream(
+grpc::ServerWriteReactor<grpc::ByteBuffer>* RefuseStream(
     const char* rpc, grpc::CallbackServerContext* context,
     const absl::Status& status, const CallEnv& env) {
   AddContractVersion(context);
   EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
           0, /*refused=*/true);
-  return StreamRefusal<ChunkResponse>::Finished(status);
+  return StreamRefusal::Finished(status);
+}
+
+// A raw method's request body (service.h) parsed into a message of
+// `arena` (which must outlive the call's parsing into a job, and only
+// that: jobs hold their own copies). A body that is not a valid message is
+// refused as gRPC's typed methods refuse it (bad_body_interceptor.h): before
+// authentication, counted only as sampler_refused_total{reason="bad_body"}.
+template <typename Request>
+absl::StatusOr<Request*> ParseBody(const char* rpc,
+                                   const grpc::ByteBuffer& body,
+                                   google::protobuf::Arena* arena,
+                                   const CallEnv& env) {
+  auto* request = google::protobuf::Arena::CreateMessage<Request>(arena);
+  if (absl::Status parsed = ParseRequestBody(body, request); !parsed.ok()) {
+    env.metrics->Refused(rpc, "bad_body");
+    return parsed;
+  }
+  return request;
+}
+
+grpc::ServerUnaryReactor* FinishedUnary(grpc::CallbackServerContext* context,
+                                        const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
 }
 
 // Unary calls: authenticate, validate (`parse`: the request into a job;
 // only for an authenticated caller), bind the output into the response,
-// queue, and finish from whichever thread completes the job.
-template <typename JobT, typename Response, typename ParseFn, typename BindFn>
+// queue, and finish from whichever thread completes the job (`encode`
+// first when it succeeded: what a raw method sends, ServeRawUnary).
+template <typename JobT, typename Response, typename ParseFn, typename BindFn,
+          typename EncodeFn>
 grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
                                      grpc::CallbackServerContext* context,
                                      ParseFn parse, Response* response,
                                      BindFn bind, Batcher<JobT>& batcher,
-                                     const CallEnv& env) {
+                                     const CallEnv& env, EncodeFn encode) {
   if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
     return RefuseUnary(rpc, context, denied, env);
   }
@@ -154,8 +183,9 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
   const int64_t items = job.ok() ? (*job)->items : 0;
   // The peer only when something will log it (a string per call otherwise).
   std::string peer = env.access_log != nullptr ? context->peer() : "";
-  auto finish = [reactor, env, rpc, start, items, peer = std::move(peer)](
-                    const absl::Status& status, bool refused) {
+  auto finish = [reactor, env, rpc, start, items, peer = std::move(peer),
+                 encode](const absl::Status& status, bool refused) {
+    if (status.ok()) encode();
     EndCall(env, rpc, peer, status, items, SecondsSince(start), refused);
     env.metrics->AddInflight(-1);
     reactor->Finish(ToGrpcStatus(status));
@@ -184,18 +214,43 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
   return reactor;
 }
 
+// Typed unary calls: gRPC serializes the response.
+template <typename JobT, typename Response, typename ParseFn, typename BindFn>
+grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
+                                     grpc::CallbackServerContext* context,
+                                     ParseFn parse, Response* response,
+                                     BindFn bind, Batcher<JobT>& batcher,
+                                     const CallEnv& env) {
+  return ServeUnary(rpc, context, parse, response, bind, batcher, env, [] {});
+}
+
+// Raw unary calls (service.h): the answer is bound into a message of the
+// call's own, which the wire buffer then borrows its values from
+// (AnswerToWire) until gRPC has sent them.
+template <typename Response, typename JobT, typename ParseFn, typename BindFn>
+grpc::ServerUnaryReactor* ServeRawUnary(const char* rpc,
+                                        grpc::CallbackServerContext* context,
+                                        ParseFn parse, BindFn bind,
+                                        grpc::ByteBuffer* wire,
+                                        Batcher<JobT>& batcher,
+                                        const CallEnv& env) {
+  auto answer = std::make_shared<Response>();
+  return ServeUnary(rpc, context, parse, answer.get(), bind, batcher, env,
+                    [answer, wire] { *wire = AnswerToWire(answer); });
+}
+
 // Starts a stream, or refuses it at once when its caller is not
 // authenticated or its request is invalid (`parse`, as for ServeUnary).
 template <typename JobT, typename ChunkResponse, typename ParseFn,
           typename SliceFn>
-grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeStream(
     const char* rpc, grpc::CallbackServerContext* context, ParseFn parse,
     const char* chunk_field, int64_t client_max_per_chunk,
     const ServiceOptions& options, SliceFn slice,
-    typename StreamReactor<JobT, ChunkResponse>::CutFn cut,
+    typename StreamReactor<JobT, ChunkResponse>::WireFn to_wire,
     Batcher<JobT>& batcher, const CallEnv& env, StallWatch* watch) {
   if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
-    return RefuseStream<ChunkResponse>(rpc, context, denied, env);
+    return RefuseStream(rpc, context, denied, env);
   }
   absl::StatusOr<std::shared_ptr<JobT>> job = parse();
   AddContractVersion(context);
@@ -213,7 +268,7 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
   std::string peer = env.access_log != nullptr ? context->peer() : "";
   if (!job.ok()) {
     EndCall(env, rpc, peer, job.status(), items, 0, /*refused=*/true);
-    return StreamRefusal<ChunkResponse>::Finished(job.status());
+    return StreamRefusal::Finished(job.status());
   }
   (*job)->client = ClientKey(*context, env.auth);
   const int64_t units = StreamUnits(**job);
@@ -235,7 +290,7 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     }
   };
   return new StreamReactor<JobT, ChunkResponse>(
-      rpc, context, *std::move(job), units, plan, std::move(slice), cut,
+      rpc, context, *std::move(job), units, plan, std::move(slice), to_wire,
       &batcher, metrics, watch, std::move(on_finish));
 }
 
@@ -308,84 +363,106 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
       response, BindCategorical, categorical_, EnvOf(options_, metrics_));
 }
 
-grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
+grpc::ServerWriteReactor<grpc::ByteBuffer>*
 SamplerServiceImpl::SampleCategoricalStream(
-    grpc::CallbackServerContext* context,
-    const v1::SampleCategoricalStreamRequest* request) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body) {
+  const CallEnv env = EnvOf(options_, metrics_);
+  google::protobuf::Arena arena;
+  auto request = ParseBody<v1::SampleCategoricalStreamRequest>(
+      rpc::kSampleCategoricalStream, *body, &arena, env);
+  if (!request.ok()) return StreamRefusal::Finished(request.status());
   return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
       rpc::kSampleCategoricalStream, context,
       [&] {
-        return ParseCategorical(request->request(), options_.limits, seeds_,
+        return ParseCategorical((*request)->request(), options_.limits, seeds_,
                                 /*streamed=*/true);
       },
-      "max_rows_per_chunk", request->max_rows_per_chunk(), options_,
-      SliceCategorical, CutCategoricalMessage, categorical_,
-      EnvOf(options_, metrics_), &stall_watch_);
+      "max_rows_per_chunk", (*request)->max_rows_per_chunk(), options_,
+      SliceCategorical, PieceToWire, categorical_, env, &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
-    grpc::CallbackServerContext* context, const v1::SampleGammaRequest* request,
-    v1::SampleGammaResponse* response) {
-  return ServeUnary(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
+    grpc::ByteBuffer* wire) {
+  const CallEnv env = EnvOf(options_, metrics_);
+  google::protobuf::Arena arena;
+  auto request =
+      ParseBody<v1::SampleGammaRequest>(rpc::kSampleGamma, *body, &arena, env);
+  if (!request.ok()) return FinishedUnary(context, request.status());
+  return ServeRawUnary<v1::SampleGammaResponse>(
       rpc::kSampleGamma, context,
       [&] {
-        return ParseGamma(*request, options_.limits, seeds_,
+        return ParseGamma(**request, options_.limits, seeds_,
                           /*streamed=*/false);
       },
-      response, BindGamma, gamma_, EnvOf(options_, metrics_));
+      BindGamma, wire, gamma_, env);
 }
 
-grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>*
-SamplerServiceImpl::SampleGammaStream(
-    grpc::CallbackServerContext* context,
-    const v1::SampleGammaStreamRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>*
+SamplerServiceImpl::SampleGammaStream(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* body) {
+  const CallEnv env = EnvOf(options_, metrics_);
+  google::protobuf::Arena arena;
+  auto request = ParseBody<v1::SampleGammaStreamRequest>(
+      rpc::kSampleGammaStream, *body, &arena, env);
+  if (!request.ok()) return StreamRefusal::Finished(request.status());
   return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
       rpc::kSampleGammaStream, context,
       [&] {
-        return ParseGamma(request->request(), options_.limits, seeds_,
+        return ParseGamma((*request)->request(), options_.limits, seeds_,
                           /*streamed=*/true);
       },
-      "max_samples_per_chunk", request->max_samples_per_chunk(), options_,
-      SliceGamma, CutGammaMessage, gamma_, EnvOf(options_, metrics_),
-      &stall_watch_);
+      "max_samples_per_chunk", (*request)->max_samples_per_chunk(), options_,
+      SliceGamma, PieceToWire, gamma_, env, &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
-    grpc::CallbackServerContext* context,
-    const v1::SampleDirichletRequest* request,
-    v1::SampleDirichletResponse* response) {
-  return ServeUnary(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
+    grpc::ByteBuffer* wire) {
+  const CallEnv env = EnvOf(options_, metrics_);
+  google::protobuf::Arena arena;
+  auto request = ParseBody<v1::SampleDirichletRequest>(rpc::kSampleDirichlet,
+                                                       *body, &arena, env);
+  if (!request.ok()) return FinishedUnary(context, request.status());
+  return ServeRawUnary<v1::SampleDirichletResponse>(
       rpc::kSampleDirichlet, context,
-      [&] { return ParseDirichlet(*request, options_.limits, seeds_); },
-      response, BindDirichlet, dirichlet_, EnvOf(options_, metrics_));
+      [&] { return ParseDirichlet(**request, options_.limits, seeds_); },
+      BindDirichlet, wire, dirichlet_, env);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
-    grpc::CallbackServerContext* context,
-    const v1::SampleBoardsRequest* request,
-    v1::SampleBoardsResponse* response) {
-  return ServeUnary(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
+    grpc::ByteBuffer* wire) {
+  const CallEnv env = EnvOf(options_, metrics_);
+  google::protobuf::Arena arena;
+  auto request = ParseBody<v1::SampleBoardsRequest>(rpc::kSampleBoards, *body,
+                                                    &arena, env);
+  if (!request.ok()) return FinishedUnary(context, request.status());
+  return ServeRawUnary<v1::SampleBoardsResponse>(
       rpc::kSampleBoards, context,
       [&] {
-        return ParseBoards(*request, options_.limits, seeds_,
+        return ParseBoards(**request, options_.limits, seeds_,
                            /*streamed=*/false);
       },
-      response, BindBoards, boards_, EnvOf(options_, metrics_));
+      BindBoards, wire, boards_, env);
 }
 
-grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>*
-SamplerServiceImpl::SampleBoardsStream(
-    grpc::CallbackServerContext* context,
-    const v1::SampleBoardsStreamRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>*
+SamplerServiceImpl::SampleBoardsStream(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* body) {
+  const CallEnv env = EnvOf(options_, metrics_);
+  google::protobuf::Arena arena;
+  auto request = ParseBody<v1::SampleBoardsStreamRequest>(
+      rpc::kSampleBoardsStream, *body, &arena, env);
+  if (!request.ok()) return StreamRefusal::Finished(request.status());
   return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
       rpc::kSampleBoardsStream, context,
       [&] {
-        return ParseBoards(request->request(), options_.limits, seeds_,
+        return ParseBoards((*request)->request(), options_.limits, seeds_,
                            /*streamed=*/true);
       },
-      "max_positions_per_chunk", request->max_positions_per_chunk(), options_,
-      SliceBoards, CutBoardsMessage, boards_, EnvOf(options_, metrics_),
-      &stall_watch_);
+      "max_positions_per_chunk", (*request)->max_positions_per_chunk(),
+      options_, SliceBoards, PieceToWire, boards_, env, &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
