@@ -224,19 +224,23 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
   return ServeUnary(rpc, context, parse, response, bind, batcher, env, [] {});
 }
 
-// Raw unary calls (service.h): the answer is bound into a message of the
-// call's own, which the wire buffer then borrows its values from
-// (AnswerToWire) until gRPC has sent them.
-template <typename Response, typename JobT, typename ParseFn, typename BindFn>
-grpc::ServerUnaryReactor* ServeRawUnary(const char* rpc,
-                                        grpc::CallbackServerContext* context,
-                                        ParseFn parse, BindFn bind,
-                                        grpc::ByteBuffer* wire,
-                                        Batcher<JobT>& batcher,
-                                        const CallEnv& env) {
+// Raw unary calls (service.h): the body parsed (ParseBody; `parse` takes
+// the Request), the answer bound into a message of the call's own, which
+// the wire buffer then borrows its values from (AnswerToWire) until gRPC
+// has sent them.
+template <typename Request, typename Response, typename JobT, typename ParseFn,
+          typename BindFn>
+grpc::ServerUnaryReactor* ServeRawUnary(
+    const char* rpc, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer& body, ParseFn parse, BindFn bind,
+    grpc::ByteBuffer* wire, Batcher<JobT>& batcher, const CallEnv& env) {
+  google::protobuf::Arena arena;
+  absl::StatusOr<Request*> request = ParseBody<Request>(rpc, body, &arena, env);
+  if (!request.ok()) return FinishedUnary(context, request.status());
   auto answer = std::make_shared<Response>();
-  return ServeUnary(rpc, context, parse, answer.get(), bind, batcher, env,
-                    [answer, wire] { *wire = AnswerToWire(answer); });
+  return ServeUnary(
+      rpc, context, [&] { return parse(**request); }, answer.get(), bind,
+      batcher, env, [answer, wire] { *wire = AnswerToWire(answer); });
 }
 
 // Starts a stream, or refuses it at once when its caller is not
@@ -292,6 +296,26 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeStream(
   return new StreamReactor<JobT, ChunkResponse>(
       rpc, context, *std::move(job), units, plan, std::move(slice), to_wire,
       &batcher, metrics, watch, std::move(on_finish));
+}
+
+// Raw streamed calls: the body parsed (ParseBody), then ServeStream with
+// the inner request (`parse` takes it) and the client's chunk maximum
+// (`chunk_max`, the stream request's field).
+template <typename JobT, typename ChunkResponse, typename Request,
+          typename ParseFn, typename SliceFn>
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeRawStream(
+    const char* rpc, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer& body, ParseFn parse, const char* chunk_field,
+    int64_t (Request::*chunk_max)() const, const ServiceOptions& options,
+    SliceFn slice, typename StreamReactor<JobT, ChunkResponse>::WireFn to_wire,
+    Batcher<JobT>& batcher, const CallEnv& env, StallWatch* watch) {
+  google::protobuf::Arena arena;
+  absl::StatusOr<Request*> request = ParseBody<Request>(rpc, body, &arena, env);
+  if (!request.ok()) return StreamRefusal::Finished(request.status());
+  return ServeStream<JobT, ChunkResponse>(
+      rpc, context, [&] { return parse((*request)->request()); }, chunk_field,
+      ((**request).*chunk_max)(), options, std::move(slice), to_wire, batcher,
+      env, watch);
 }
 
 }  // namespace
@@ -366,103 +390,81 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
 grpc::ServerWriteReactor<grpc::ByteBuffer>*
 SamplerServiceImpl::SampleCategoricalStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* body) {
-  const CallEnv env = EnvOf(options_, metrics_);
-  google::protobuf::Arena arena;
-  auto request = ParseBody<v1::SampleCategoricalStreamRequest>(
-      rpc::kSampleCategoricalStream, *body, &arena, env);
-  if (!request.ok()) return StreamRefusal::Finished(request.status());
-  return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
-      rpc::kSampleCategoricalStream, context,
-      [&] {
-        return ParseCategorical((*request)->request(), options_.limits, seeds_,
+  return ServeRawStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
+      rpc::kSampleCategoricalStream, context, *body,
+      [&](const v1::SampleCategoricalRequest& request) {
+        return ParseCategorical(request, options_.limits, seeds_,
                                 /*streamed=*/true);
       },
-      "max_rows_per_chunk", (*request)->max_rows_per_chunk(), options_,
-      SliceCategorical, PieceToWire, categorical_, env, &stall_watch_);
+      "max_rows_per_chunk",
+      &v1::SampleCategoricalStreamRequest::max_rows_per_chunk, options_,
+      SliceCategorical, PieceToWire, categorical_, EnvOf(options_, metrics_),
+      &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
     grpc::ByteBuffer* wire) {
-  const CallEnv env = EnvOf(options_, metrics_);
-  google::protobuf::Arena arena;
-  auto request =
-      ParseBody<v1::SampleGammaRequest>(rpc::kSampleGamma, *body, &arena, env);
-  if (!request.ok()) return FinishedUnary(context, request.status());
-  return ServeRawUnary<v1::SampleGammaResponse>(
-      rpc::kSampleGamma, context,
-      [&] {
-        return ParseGamma(**request, options_.limits, seeds_,
+  return ServeRawUnary<v1::SampleGammaRequest, v1::SampleGammaResponse>(
+      rpc::kSampleGamma, context, *body,
+      [&](const v1::SampleGammaRequest& request) {
+        return ParseGamma(request, options_.limits, seeds_,
                           /*streamed=*/false);
       },
-      BindGamma, wire, gamma_, env);
+      BindGamma, wire, gamma_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>*
 SamplerServiceImpl::SampleGammaStream(grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* body) {
-  const CallEnv env = EnvOf(options_, metrics_);
-  google::protobuf::Arena arena;
-  auto request = ParseBody<v1::SampleGammaStreamRequest>(
-      rpc::kSampleGammaStream, *body, &arena, env);
-  if (!request.ok()) return StreamRefusal::Finished(request.status());
-  return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
-      rpc::kSampleGammaStream, context,
-      [&] {
-        return ParseGamma((*request)->request(), options_.limits, seeds_,
+  return ServeRawStream<GammaJob, v1::SampleGammaStreamResponse>(
+      rpc::kSampleGammaStream, context, *body,
+      [&](const v1::SampleGammaRequest& request) {
+        return ParseGamma(request, options_.limits, seeds_,
                           /*streamed=*/true);
       },
-      "max_samples_per_chunk", (*request)->max_samples_per_chunk(), options_,
-      SliceGamma, PieceToWire, gamma_, env, &stall_watch_);
+      "max_samples_per_chunk",
+      &v1::SampleGammaStreamRequest::max_samples_per_chunk, options_,
+      SliceGamma, PieceToWire, gamma_, EnvOf(options_, metrics_),
+      &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
     grpc::ByteBuffer* wire) {
-  const CallEnv env = EnvOf(options_, metrics_);
-  google::protobuf::Arena arena;
-  auto request = ParseBody<v1::SampleDirichletRequest>(rpc::kSampleDirichlet,
-                                                       *body, &arena, env);
-  if (!request.ok()) return FinishedUnary(context, request.status());
-  return ServeRawUnary<v1::SampleDirichletResponse>(
-      rpc::kSampleDirichlet, context,
-      [&] { return ParseDirichlet(**request, options_.limits, seeds_); },
-      BindDirichlet, wire, dirichlet_, env);
+  return ServeRawUnary<v1::SampleDirichletRequest, v1::SampleDirichletResponse>(
+      rpc::kSampleDirichlet, context, *body,
+      [&](const v1::SampleDirichletRequest& request) {
+        return ParseDirichlet(request, options_.limits, seeds_);
+      },
+      BindDirichlet, wire, dirichlet_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
     grpc::ByteBuffer* wire) {
-  const CallEnv env = EnvOf(options_, metrics_);
-  google::protobuf::Arena arena;
-  auto request = ParseBody<v1::SampleBoardsRequest>(rpc::kSampleBoards, *body,
-                                                    &arena, env);
-  if (!request.ok()) return FinishedUnary(context, request.status());
-  return ServeRawUnary<v1::SampleBoardsResponse>(
-      rpc::kSampleBoards, context,
-      [&] {
-        return ParseBoards(**request, options_.limits, seeds_,
+  return ServeRawUnary<v1::SampleBoardsRequest, v1::SampleBoardsResponse>(
+      rpc::kSampleBoards, context, *body,
+      [&](const v1::SampleBoardsRequest& request) {
+        return ParseBoards(request, options_.limits, seeds_,
                            /*streamed=*/false);
       },
-      BindBoards, wire, boards_, env);
+      BindBoards, wire, boards_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>*
 SamplerServiceImpl::SampleBoardsStream(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* body) {
-  const CallEnv env = EnvOf(options_, metrics_);
-  google::protobuf::Arena arena;
-  auto request = ParseBody<v1::SampleBoardsStreamRequest>(
-      rpc::kSampleBoardsStream, *body, &arena, env);
-  if (!request.ok()) return StreamRefusal::Finished(request.status());
-  return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
-      rpc::kSampleBoardsStream, context,
-      [&] {
-        return ParseBoards((*request)->request(), options_.limits, seeds_,
+  return ServeRawStream<BoardsJob, v1::SampleBoardsStreamResponse>(
+      rpc::kSampleBoardsStream, context, *body,
+      [&](const v1::SampleBoardsRequest& request) {
+        return ParseBoards(request, options_.limits, seeds_,
                            /*streamed=*/true);
       },
-      "max_positions_per_chunk", (*request)->max_positions_per_chunk(),
-      options_, SliceBoards, PieceToWire, boards_, env, &stall_watch_);
+      "max_positions_per_chunk",
+      &v1::SampleBoardsStreamRequest::max_positions_per_chunk, options_,
+      SliceBoards, PieceToWire, boards_, EnvOf(options_, metrics_),
+      &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(

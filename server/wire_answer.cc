@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/base/config.h"
+#include "server/request_limits.h"
 #include "server/saturating.h"
 #include "server/stream_chunk.h"
 
@@ -27,12 +28,7 @@ constexpr uint32_t kVarint = 0;
 constexpr uint32_t kLengthDelimited = 2;
 
 size_t VarintSize(uint64_t value) {
-  size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
+  return static_cast<size_t>(VarintBytes(value));
 }
 
 // Every field number here is under 16: one byte of tag.
