@@ -4,9 +4,9 @@
 # integration suite against the CUDA backend, a pool-cap check, and the
 # service benchmark. Logs go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor.
+# service floor wire.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor}
+parts=${PARTS:-tests sanitizers integration pool service floor wire}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -80,6 +80,13 @@ fi
 if want floor; then
   ./floor.sh . "$work/floor" > "$work/floor.log" 2>&1
   summary "floor bench: rc=$? $(tail -1 "$work/floor.log")"
+fi
+
+# The server's cost of one 10M-sample answer before the transport, typed
+# (protobuf serializes) against raw (values borrowed, server/wire_answer.h).
+if want wire; then
+  ./wire_bench > "$work/wire_bench.log" 2>&1
+  summary "wire bench: rc=$? $(tr '\n' ' ' < "$work/wire_bench.log")"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .
