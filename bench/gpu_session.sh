@@ -5,9 +5,9 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi.
+# service floor multi wire.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -94,6 +94,13 @@ if want multi; then
     "$work/multi_device_gpu_test.log" | tr '\n' ' ')"
   timeout 300 ./multi_gpu.sh . "$work/multi_gpu" > "$work/multi_gpu.log" 2>&1
   summary "multi-GPU bench: rc=$? $(tail -1 "$work/multi_gpu.log")"
+fi
+
+# The server's cost of one 10M-sample answer before the transport, typed
+# (protobuf serializes) against raw (values borrowed, server/wire_answer.h).
+if want wire; then
+  ./wire_bench > "$work/wire_bench.log" 2>&1
+  summary "wire bench: rc=$? $(tr '\n' ' ' < "$work/wire_bench.log")"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .

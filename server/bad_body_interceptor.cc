@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "sampler/v1/sampler.pb.h"
+#include "server/wire_request.h"
 
 namespace sampler::server {
 namespace {
@@ -27,10 +28,9 @@ class BadBodyInterceptor : public grpc::experimental::Interceptor {
       const grpc::Status status = methods->GetSendStatus();
       if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
           status.error_message().empty()) {
-        methods->ModifySendStatus(grpc::Status(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            absl::StrCat("the request body is not a valid ", *request_type_,
-                         " message (protobuf parsing failed)")));
+        methods->ModifySendStatus(
+            grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                         BadBodyMessage(*request_type_)));
         if (*on_bad_body_) (*on_bad_body_)(method_);
       }
     }

@@ -11,10 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "google/protobuf/arena.h"
 #include "sampler/kernels/contract.h"
 #include "server/grpc_status.h"
 #include "server/rpc_names.h"
 #include "server/stream_reactor.h"
+#include "server/wire_answer.h"
+#include "server/wire_request.h"
 
 namespace sampler::server {
 namespace {
@@ -123,25 +126,51 @@ grpc::ServerUnaryReactor* RefuseUnary(const char* rpc,
   return reactor;
 }
 
-template <typename ChunkResponse>
-grpc::ServerWriteReactor<ChunkResponse>* RefuseStream(
+grpc::ServerWriteReactor<grpc::ByteBuffer>* RefuseStream(
     const char* rpc, grpc::CallbackServerContext* context,
     const absl::Status& status, const CallEnv& env) {
   AddContractVersion(context);
   EndCall(env, rpc, env.access_log != nullptr ? context->peer() : "", status, 0,
           0, /*refused=*/true);
-  return StreamRefusal<ChunkResponse>::Finished(status);
+  return StreamRefusal::Finished(status);
+}
+
+// A raw method's request body (service.h) parsed into a message of
+// `arena` (which must outlive the call's parsing into a job, and only
+// that: jobs hold their own copies). A body that is not a valid message is
+// refused as gRPC's typed methods refuse it (bad_body_interceptor.h): before
+// authentication, counted only as sampler_refused_total{reason="bad_body"}.
+template <typename Request>
+absl::StatusOr<Request*> ParseBody(const char* rpc,
+                                   const grpc::ByteBuffer& body,
+                                   google::protobuf::Arena* arena,
+                                   const CallEnv& env) {
+  auto* request = google::protobuf::Arena::CreateMessage<Request>(arena);
+  if (absl::Status parsed = ParseRequestBody(body, request); !parsed.ok()) {
+    env.metrics->Refused(rpc, "bad_body");
+    return parsed;
+  }
+  return request;
+}
+
+grpc::ServerUnaryReactor* FinishedUnary(grpc::CallbackServerContext* context,
+                                        const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
 }
 
 // Unary calls: authenticate, validate (`parse`: the request into a job;
 // only for an authenticated caller), bind the output into the response,
-// queue, and finish from whichever thread completes the job.
-template <typename JobT, typename Response, typename ParseFn, typename BindFn>
+// queue, and finish from whichever thread completes the job (`encode`
+// first when it succeeded: what a raw method sends, ServeRawUnary).
+template <typename JobT, typename Response, typename ParseFn, typename BindFn,
+          typename EncodeFn>
 grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
                                      grpc::CallbackServerContext* context,
                                      ParseFn parse, Response* response,
                                      BindFn bind, Batcher<JobT>& batcher,
-                                     const CallEnv& env) {
+                                     const CallEnv& env, EncodeFn encode) {
   if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
     return RefuseUnary(rpc, context, denied, env);
   }
@@ -154,8 +183,9 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
   const int64_t items = job.ok() ? (*job)->items : 0;
   // The peer only when something will log it (a string per call otherwise).
   std::string peer = env.access_log != nullptr ? context->peer() : "";
-  auto finish = [reactor, env, rpc, start, items, peer = std::move(peer)](
-                    const absl::Status& status, bool refused) {
+  auto finish = [reactor, env, rpc, start, items, peer = std::move(peer),
+                 encode](const absl::Status& status, bool refused) {
+    if (status.ok()) encode();
     EndCall(env, rpc, peer, status, items, SecondsSince(start), refused);
     env.metrics->AddInflight(-1);
     reactor->Finish(ToGrpcStatus(status));
@@ -184,18 +214,47 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
   return reactor;
 }
 
+// Typed unary calls: gRPC serializes the response.
+template <typename JobT, typename Response, typename ParseFn, typename BindFn>
+grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
+                                     grpc::CallbackServerContext* context,
+                                     ParseFn parse, Response* response,
+                                     BindFn bind, Batcher<JobT>& batcher,
+                                     const CallEnv& env) {
+  return ServeUnary(rpc, context, parse, response, bind, batcher, env, [] {});
+}
+
+// Raw unary calls (service.h): the body parsed (ParseBody; `parse` takes
+// the Request), the answer bound into a message of the call's own, which
+// the wire buffer then borrows its values from (AnswerToWire) until gRPC
+// has sent them.
+template <typename Request, typename Response, typename JobT, typename ParseFn,
+          typename BindFn>
+grpc::ServerUnaryReactor* ServeRawUnary(
+    const char* rpc, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer& body, ParseFn parse, BindFn bind,
+    grpc::ByteBuffer* wire, Batcher<JobT>& batcher, const CallEnv& env) {
+  google::protobuf::Arena arena;
+  absl::StatusOr<Request*> request = ParseBody<Request>(rpc, body, &arena, env);
+  if (!request.ok()) return FinishedUnary(context, request.status());
+  auto answer = std::make_shared<Response>();
+  return ServeUnary(
+      rpc, context, [&] { return parse(**request); }, answer.get(), bind,
+      batcher, env, [answer, wire] { *wire = AnswerToWire(answer); });
+}
+
 // Starts a stream, or refuses it at once when its caller is not
 // authenticated or its request is invalid (`parse`, as for ServeUnary).
 template <typename JobT, typename ChunkResponse, typename ParseFn,
           typename SliceFn>
-grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeStream(
     const char* rpc, grpc::CallbackServerContext* context, ParseFn parse,
     const char* chunk_field, int64_t client_max_per_chunk,
     const ServiceOptions& options, SliceFn slice,
-    typename StreamReactor<JobT, ChunkResponse>::CutFn cut,
+    typename StreamReactor<JobT, ChunkResponse>::WireFn to_wire,
     Batcher<JobT>& batcher, const CallEnv& env, StallWatch* watch) {
   if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
-    return RefuseStream<ChunkResponse>(rpc, context, denied, env);
+    return RefuseStream(rpc, context, denied, env);
   }
   absl::StatusOr<std::shared_ptr<JobT>> job = parse();
   AddContractVersion(context);
@@ -213,7 +272,7 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
   std::string peer = env.access_log != nullptr ? context->peer() : "";
   if (!job.ok()) {
     EndCall(env, rpc, peer, job.status(), items, 0, /*refused=*/true);
-    return StreamRefusal<ChunkResponse>::Finished(job.status());
+    return StreamRefusal::Finished(job.status());
   }
   (*job)->client = ClientKey(*context, env.auth);
   const int64_t units = StreamUnits(**job);
@@ -235,8 +294,28 @@ grpc::ServerWriteReactor<ChunkResponse>* ServeStream(
     }
   };
   return new StreamReactor<JobT, ChunkResponse>(
-      rpc, context, *std::move(job), units, plan, std::move(slice), cut,
+      rpc, context, *std::move(job), units, plan, std::move(slice), to_wire,
       &batcher, metrics, watch, std::move(on_finish));
+}
+
+// Raw streamed calls: the body parsed (ParseBody), then ServeStream with
+// the inner request (`parse` takes it) and the client's chunk maximum
+// (`chunk_max`, the stream request's field).
+template <typename JobT, typename ChunkResponse, typename Request,
+          typename ParseFn, typename SliceFn>
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeRawStream(
+    const char* rpc, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer& body, ParseFn parse, const char* chunk_field,
+    int64_t (Request::*chunk_max)() const, const ServiceOptions& options,
+    SliceFn slice, typename StreamReactor<JobT, ChunkResponse>::WireFn to_wire,
+    Batcher<JobT>& batcher, const CallEnv& env, StallWatch* watch) {
+  google::protobuf::Arena arena;
+  absl::StatusOr<Request*> request = ParseBody<Request>(rpc, body, &arena, env);
+  if (!request.ok()) return StreamRefusal::Finished(request.status());
+  return ServeStream<JobT, ChunkResponse>(
+      rpc, context, [&] { return parse((*request)->request()); }, chunk_field,
+      ((**request).*chunk_max)(), options, std::move(slice), to_wire, batcher,
+      env, watch);
 }
 
 }  // namespace
@@ -308,83 +387,83 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
       response, BindCategorical, categorical_, EnvOf(options_, metrics_));
 }
 
-grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
+grpc::ServerWriteReactor<grpc::ByteBuffer>*
 SamplerServiceImpl::SampleCategoricalStream(
-    grpc::CallbackServerContext* context,
-    const v1::SampleCategoricalStreamRequest* request) {
-  return ServeStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
-      rpc::kSampleCategoricalStream, context,
-      [&] {
-        return ParseCategorical(request->request(), options_.limits, seeds_,
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body) {
+  return ServeRawStream<CategoricalJob, v1::SampleCategoricalStreamResponse>(
+      rpc::kSampleCategoricalStream, context, *body,
+      [&](const v1::SampleCategoricalRequest& request) {
+        return ParseCategorical(request, options_.limits, seeds_,
                                 /*streamed=*/true);
       },
-      "max_rows_per_chunk", request->max_rows_per_chunk(), options_,
-      SliceCategorical, CutCategoricalMessage, categorical_,
-      EnvOf(options_, metrics_), &stall_watch_);
+      "max_rows_per_chunk",
+      &v1::SampleCategoricalStreamRequest::max_rows_per_chunk, options_,
+      SliceCategorical, PieceToWire, categorical_, EnvOf(options_, metrics_),
+      &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
-    grpc::CallbackServerContext* context, const v1::SampleGammaRequest* request,
-    v1::SampleGammaResponse* response) {
-  return ServeUnary(
-      rpc::kSampleGamma, context,
-      [&] {
-        return ParseGamma(*request, options_.limits, seeds_,
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
+    grpc::ByteBuffer* wire) {
+  return ServeRawUnary<v1::SampleGammaRequest, v1::SampleGammaResponse>(
+      rpc::kSampleGamma, context, *body,
+      [&](const v1::SampleGammaRequest& request) {
+        return ParseGamma(request, options_.limits, seeds_,
                           /*streamed=*/false);
       },
-      response, BindGamma, gamma_, EnvOf(options_, metrics_));
+      BindGamma, wire, gamma_, EnvOf(options_, metrics_));
 }
 
-grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>*
-SamplerServiceImpl::SampleGammaStream(
-    grpc::CallbackServerContext* context,
-    const v1::SampleGammaStreamRequest* request) {
-  return ServeStream<GammaJob, v1::SampleGammaStreamResponse>(
-      rpc::kSampleGammaStream, context,
-      [&] {
-        return ParseGamma(request->request(), options_.limits, seeds_,
+grpc::ServerWriteReactor<grpc::ByteBuffer>*
+SamplerServiceImpl::SampleGammaStream(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* body) {
+  return ServeRawStream<GammaJob, v1::SampleGammaStreamResponse>(
+      rpc::kSampleGammaStream, context, *body,
+      [&](const v1::SampleGammaRequest& request) {
+        return ParseGamma(request, options_.limits, seeds_,
                           /*streamed=*/true);
       },
-      "max_samples_per_chunk", request->max_samples_per_chunk(), options_,
-      SliceGamma, CutGammaMessage, gamma_, EnvOf(options_, metrics_),
+      "max_samples_per_chunk",
+      &v1::SampleGammaStreamRequest::max_samples_per_chunk, options_,
+      SliceGamma, PieceToWire, gamma_, EnvOf(options_, metrics_),
       &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
-    grpc::CallbackServerContext* context,
-    const v1::SampleDirichletRequest* request,
-    v1::SampleDirichletResponse* response) {
-  return ServeUnary(
-      rpc::kSampleDirichlet, context,
-      [&] { return ParseDirichlet(*request, options_.limits, seeds_); },
-      response, BindDirichlet, dirichlet_, EnvOf(options_, metrics_));
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
+    grpc::ByteBuffer* wire) {
+  return ServeRawUnary<v1::SampleDirichletRequest, v1::SampleDirichletResponse>(
+      rpc::kSampleDirichlet, context, *body,
+      [&](const v1::SampleDirichletRequest& request) {
+        return ParseDirichlet(request, options_.limits, seeds_);
+      },
+      BindDirichlet, wire, dirichlet_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
-    grpc::CallbackServerContext* context,
-    const v1::SampleBoardsRequest* request,
-    v1::SampleBoardsResponse* response) {
-  return ServeUnary(
-      rpc::kSampleBoards, context,
-      [&] {
-        return ParseBoards(*request, options_.limits, seeds_,
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
+    grpc::ByteBuffer* wire) {
+  return ServeRawUnary<v1::SampleBoardsRequest, v1::SampleBoardsResponse>(
+      rpc::kSampleBoards, context, *body,
+      [&](const v1::SampleBoardsRequest& request) {
+        return ParseBoards(request, options_.limits, seeds_,
                            /*streamed=*/false);
       },
-      response, BindBoards, boards_, EnvOf(options_, metrics_));
+      BindBoards, wire, boards_, EnvOf(options_, metrics_));
 }
 
-grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>*
-SamplerServiceImpl::SampleBoardsStream(
-    grpc::CallbackServerContext* context,
-    const v1::SampleBoardsStreamRequest* request) {
-  return ServeStream<BoardsJob, v1::SampleBoardsStreamResponse>(
-      rpc::kSampleBoardsStream, context,
-      [&] {
-        return ParseBoards(request->request(), options_.limits, seeds_,
+grpc::ServerWriteReactor<grpc::ByteBuffer>*
+SamplerServiceImpl::SampleBoardsStream(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* body) {
+  return ServeRawStream<BoardsJob, v1::SampleBoardsStreamResponse>(
+      rpc::kSampleBoardsStream, context, *body,
+      [&](const v1::SampleBoardsRequest& request) {
+        return ParseBoards(request, options_.limits, seeds_,
                            /*streamed=*/true);
       },
-      "max_positions_per_chunk", request->max_positions_per_chunk(), options_,
-      SliceBoards, CutBoardsMessage, boards_, EnvOf(options_, metrics_),
+      "max_positions_per_chunk",
+      &v1::SampleBoardsStreamRequest::max_positions_per_chunk, options_,
+      SliceBoards, PieceToWire, boards_, EnvOf(options_, metrics_),
       &stall_watch_);
 }
 

@@ -5,6 +5,12 @@
 // each), keep at most a small window of them in flight, and cut each into
 // messages of the client's size, written in order; a stream whose client
 // stops reading is cancelled after stream_stall_timeout.
+//
+// The methods whose answers are packed fixed-width values (gamma, Dirichlet
+// and boards, and every stream) are gRPC raw methods: the service parses
+// their request bodies itself (wire_request.h) and sends their answers with
+// the values borrowed from the answer's memory (wire_answer.h), the bytes
+// exactly those protobuf would write.
 #ifndef SAMPLER_SERVER_SERVICE_H_
 #define SAMPLER_SERVER_SERVICE_H_
 
@@ -41,7 +47,20 @@ struct ServiceOptions {
   std::shared_ptr<AccessLog> access_log;
 };
 
-class SamplerServiceImpl final : public v1::SamplerService::CallbackService {
+// The callback service with the raw methods (above) taking and giving
+// grpc::ByteBuffer.
+using SamplerServiceBase =
+    v1::SamplerService::WithRawCallbackMethod_SampleGamma<
+        v1::SamplerService::WithRawCallbackMethod_SampleGammaStream<
+            v1::SamplerService::WithRawCallbackMethod_SampleDirichlet<
+                v1::SamplerService::WithRawCallbackMethod_SampleBoards<
+                    v1::SamplerService::
+                        WithRawCallbackMethod_SampleBoardsStream<
+                            v1::SamplerService::
+                                WithRawCallbackMethod_SampleCategoricalStream<
+                                    v1::SamplerService::CallbackService>>>>>>;
+
+class SamplerServiceImpl final : public SamplerServiceBase {
  public:
   SamplerServiceImpl(ServiceOptions options, Backend* backend,
                      Metrics* metrics);
@@ -58,28 +77,30 @@ class SamplerServiceImpl final : public v1::SamplerService::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::SampleCategoricalRequest* request,
       v1::SampleCategoricalResponse* response) override;
-  grpc::ServerWriteReactor<v1::SampleCategoricalStreamResponse>*
-  SampleCategoricalStream(
+  // Raw: a v1::SampleCategoricalStreamRequest in, its response messages out.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* SampleCategoricalStream(
       grpc::CallbackServerContext* context,
-      const v1::SampleCategoricalStreamRequest* request) override;
-  grpc::ServerUnaryReactor* SampleGamma(
+      const grpc::ByteBuffer* request) override;
+  // Raw: v1::SampleGammaRequest -> v1::SampleGammaResponse.
+  grpc::ServerUnaryReactor* SampleGamma(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
+  // Raw: v1::SampleGammaStreamRequest -> v1::SampleGammaStreamResponse.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* SampleGammaStream(
       grpc::CallbackServerContext* context,
-      const v1::SampleGammaRequest* request,
-      v1::SampleGammaResponse* response) override;
-  grpc::ServerWriteReactor<v1::SampleGammaStreamResponse>* SampleGammaStream(
-      grpc::CallbackServerContext* context,
-      const v1::SampleGammaStreamRequest* request) override;
+      const grpc::ByteBuffer* request) override;
+  // Raw: v1::SampleDirichletRequest -> v1::SampleDirichletResponse.
   grpc::ServerUnaryReactor* SampleDirichlet(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  // Raw: v1::SampleBoardsRequest -> v1::SampleBoardsResponse.
+  grpc::ServerUnaryReactor* SampleBoards(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+  // Raw: v1::SampleBoardsStreamRequest -> v1::SampleBoardsStreamResponse.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* SampleBoardsStream(
       grpc::CallbackServerContext* context,
-      const v1::SampleDirichletRequest* request,
-      v1::SampleDirichletResponse* response) override;
-  grpc::ServerUnaryReactor* SampleBoards(
-      grpc::CallbackServerContext* context,
-      const v1::SampleBoardsRequest* request,
-      v1::SampleBoardsResponse* response) override;
-  grpc::ServerWriteReactor<v1::SampleBoardsStreamResponse>* SampleBoardsStream(
-      grpc::CallbackServerContext* context,
-      const v1::SampleBoardsStreamRequest* request) override;
+      const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* GetServerInfo(
       grpc::CallbackServerContext* context,
       const v1::GetServerInfoRequest* request,

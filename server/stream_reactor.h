@@ -2,8 +2,10 @@
 // request in device-sized pieces (one batched job each), keeps a small
 // window of them in flight and writes each as messages of the client's
 // size, in order (StreamReactor, below, says how and why); and the reactor
-// that answers a refused stream (StreamRefusal). The handlers that start
-// them are in service.cc.
+// that answers a refused stream (StreamRefusal). Both write raw messages
+// (grpc::ByteBuffer): a message's values go out borrowed from its computed
+// piece (wire_answer.h), never copied. The handlers that start them are in
+// service.cc.
 #ifndef SAMPLER_SERVER_STREAM_REACTOR_H_
 #define SAMPLER_SERVER_STREAM_REACTOR_H_
 
@@ -27,6 +29,7 @@
 #include "server/metrics.h"
 #include "server/stall_watch.h"
 #include "server/stream_chunk.h"
+#include "server/wire_answer.h"
 
 namespace sampler::server {
 
@@ -44,10 +47,9 @@ absl::Status StalledStreamStatus(const char* rpc, absl::Duration stalled_for);
 // A streamed call refused before its first piece: finished at once with
 // `status` (no message), deleted when gRPC is done with it. The caller
 // counts and logs the call.
-template <typename ChunkResponse>
-class StreamRefusal : public grpc::ServerWriteReactor<ChunkResponse> {
+class StreamRefusal : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  static grpc::ServerWriteReactor<ChunkResponse>* Finished(
+  static grpc::ServerWriteReactor<grpc::ByteBuffer>* Finished(
       const absl::Status& status) {
     auto* refusal = new StreamRefusal;
     refusal->Finish(ToGrpcStatus(status));
@@ -68,27 +70,28 @@ class StreamRefusal : public grpc::ServerWriteReactor<ChunkResponse> {
 // so the bytes a stream holds are bounded whatever the request's size and
 // however slowly its client reads: kWindow pieces, each at most
 // min(target_chunk_bytes, max_message_bytes / 2) as estimated (4 MiB with
-// the defaults, so 8 MiB), plus the message being written when it is cut
-// from a piece (at most one piece more), plus gRPC's serialized copy of the
-// message being written (measured: about 5-13 MiB per unread stream of
-// 4 MiB pieces). Messages are written in order, one at a time. Finish is called
+// the defaults, so 8 MiB); a message is written from its piece's memory
+// (PieceToWire, wire_answer.h: the values borrowed, not copied, so gRPC's
+// reference keeps the piece until the message is sent). Messages are written
+// in order, one at a time. Finish is called
 // only once no piece job is outstanding, so no job outlives the reactor. A
 // client that stops reading is cancelled by the StallWatch after
 // --stream_stall_timeout without write progress.
 template <typename JobT, typename ChunkResponse>
-class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
+class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
                       public StallWatch::Stream {
  public:
   using SliceFn = std::function<std::shared_ptr<JobT>(
       const JobT& whole, int64_t first, int64_t count, ChunkResponse* piece)>;
-  using CutFn = bool (*)(const ChunkResponse& piece, int64_t first,
-                         int64_t count, ChunkResponse* message);
+  // The message of a piece's units [first, first + count) (PieceToWire).
+  using WireFn = bool (*)(std::shared_ptr<const ChunkResponse> piece,
+                          int64_t first, int64_t count, grpc::ByteBuffer* wire);
 
   static constexpr int kWindow = 2;
 
   StreamReactor(const char* rpc, grpc::CallbackServerContext* context,
                 std::shared_ptr<JobT> whole, int64_t units, StreamPlan plan,
-                SliceFn slice, CutFn cut, Batcher<JobT>* batcher,
+                SliceFn slice, WireFn to_wire, Batcher<JobT>* batcher,
                 Metrics* metrics, StallWatch* watch,
                 std::function<void(const absl::Status&, double)> on_finish = {})
       : on_finish_(std::move(on_finish)),
@@ -105,7 +108,7 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
                                            std::max<int64_t>(1, plan.piece))),
         pieces_((total_ + piece_units_ - 1) / piece_units_),
         slice_(std::move(slice)),
-        cut_(cut),
+        to_wire_(to_wire),
         batcher_(batcher) {
     metrics_->AddInflight(1);
     watch_->Add(this);
@@ -123,7 +126,7 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
     {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
-      message_.reset();
+      wire_.Clear();
       next_offset_ += writing_units_;
       if (next_offset_ >= PieceUnits(next_piece_)) {
         ready_.erase(next_piece_++);
@@ -169,10 +172,10 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
  private:
   struct Actions {
     std::vector<std::pair<int64_t, std::shared_ptr<JobT>>> submit;
-    ChunkResponse* write = nullptr;  // a whole piece, or message_ once cut
-    const ChunkResponse* cut_from = nullptr;  // cut message_ from this first
-    int64_t cut_first = 0;
-    int64_t cut_count = 0;
+    // Write units [write_first, write_first + write_count) of this piece.
+    std::shared_ptr<const ChunkResponse> write;
+    int64_t write_first = 0;
+    int64_t write_count = 0;
     bool finish = false;
     absl::Status finish_status;
   };
@@ -182,7 +185,7 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
   }
 
   // Decides, under the lock, what to do next; Perform does it unlocked
-  // (gRPC operations, queueing and copying must not run under our mutex).
+  // (gRPC operations and queueing must not run under our mutex).
   void Plan(Actions& actions) {
     if (finished_) return;
     if (!failure_.ok() || cancelled_) {
@@ -202,24 +205,18 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
         const int64_t count = std::min(message_units_, units - next_offset_);
         writing_ = true;
         writing_units_ = count;
-        if (next_offset_ == 0 && count == units) {
-          actions.write = it->second.get();  // the piece is one message
-        } else {
-          // The piece stays in ready_ (and unchanged) until its last
-          // message is written, so Perform may copy from it unlocked.
-          message_ = std::make_unique<ChunkResponse>();
-          actions.write = message_.get();
-          actions.cut_from = it->second.get();
-          actions.cut_first = next_offset_;
-          actions.cut_count = count;
-        }
+        // The piece is not changed once computed, so Perform may read it
+        // unlocked (and gRPC, until it has sent the message).
+        actions.write = it->second;
+        actions.write_first = next_offset_;
+        actions.write_count = count;
       }
     }
     while (next_submit_ < pieces_ &&
            outstanding_ + static_cast<int64_t>(ready_.size()) < kWindow) {
       const int64_t index = next_submit_++;
       const int64_t first = index * piece_units_;
-      auto piece = std::make_unique<ChunkResponse>();
+      auto piece = std::make_shared<ChunkResponse>();
       std::shared_ptr<JobT> job =
           slice_(*whole_, first, PieceUnits(index), piece.get());
       if (job == nullptr) {  // cannot happen: pieces tile the request
@@ -259,9 +256,9 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
       }
     }
     if (actions.write != nullptr) {
-      if (actions.cut_from != nullptr &&
-          !cut_(*actions.cut_from, actions.cut_first, actions.cut_count,
-                actions.write)) {
+      // wire_ is this writer's alone until OnWriteDone (writing_).
+      if (!to_wire_(std::move(actions.write), actions.write_first,
+                    actions.write_count, &wire_)) {
         // Cannot happen (messages tile their piece); fail the stream rather
         // than send a wrong message.
         Actions after;
@@ -277,7 +274,7 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
       } else {
         write_since_ns_.store(std::max<int64_t>(NowNs(), 1),
                               std::memory_order_relaxed);
-        this->StartWrite(actions.write);
+        this->StartWrite(&wire_);
       }
     }
     if (actions.finish) {
@@ -320,19 +317,19 @@ class StreamReactor : public grpc::ServerWriteReactor<ChunkResponse>,
   const int64_t message_units_;  // units per message (divides piece_units_)
   const int64_t pieces_;
   const SliceFn slice_;
-  const CutFn cut_;
+  const WireFn to_wire_;
   Batcher<JobT>* const batcher_;
 
   std::atomic<bool> cancelled_{false};
   // When the write in flight started (NowNs), 0 when none is.
   std::atomic<int64_t> write_since_ns_{0};
   std::mutex mu_;
-  std::map<int64_t, std::unique_ptr<ChunkResponse>> pending_;  // queued
-  std::map<int64_t, std::unique_ptr<ChunkResponse>> ready_;    // computed
-  std::unique_ptr<ChunkResponse> message_;  // the cut message being written
-  int64_t next_submit_ = 0;                 // next piece to queue
-  int64_t next_piece_ = 0;                  // piece being written
-  int64_t next_offset_ = 0;                 // its units already written
+  std::map<int64_t, std::shared_ptr<ChunkResponse>> pending_;  // queued
+  std::map<int64_t, std::shared_ptr<ChunkResponse>> ready_;    // computed
+  grpc::ByteBuffer wire_;    // the message being written
+  int64_t next_submit_ = 0;  // next piece to queue
+  int64_t next_piece_ = 0;   // piece being written
+  int64_t next_offset_ = 0;  // its units already written
   int64_t writing_units_ = 0;
   int64_t outstanding_ = 0;
   bool writing_ = false;
