@@ -4,9 +4,9 @@
 # integration suite against the CUDA backend, a pool-cap check, and the
 # service benchmark. Logs go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor.
+# service floor pb.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor}
+parts=${PARTS:-tests sanitizers integration pool service floor pb}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -80,6 +80,15 @@ fi
 if want floor; then
   ./floor.sh . "$work/floor" > "$work/floor.log" 2>&1
   summary "floor bench: rc=$? $(tail -1 "$work/floor.log")"
+fi
+
+# Enumeration at issue 15's sizes (Poisson binomials of 4,000 to 100,000
+# terms, 16,384 small problems explicit and packed) on both backends, with
+# the DC-FFT reference and exact tails (poisson_binomial.sh); about 1-2
+# minutes.
+if want pb; then
+  ./poisson_binomial.sh . "$work/pb" > "$work/pb.log" 2>&1
+  summary "poisson binomial bench: rc=$? $(tail -1 "$work/pb.log")"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .

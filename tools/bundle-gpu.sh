@@ -17,4 +17,6 @@ strip --strip-debug "$dest"/sampler-server "$dest"/sampler-loadgen \
   "$dest"/samplerctl "$dest"/integration_test "$dest"/*_gpu_test \
   "$dest"/floor-server "$dest"/frames
 cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
-  "$root/bench/service/report.py" "$root/bench/service/floor.sh" "$dest/"
+  "$root/bench/service/report.py" "$root/bench/service/floor.sh" \
+  "$root/bench/service/poisson_binomial.sh" \
+  "$root/bench/service/poisson_binomial_ref.py" "$dest/"
