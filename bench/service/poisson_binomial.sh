@@ -21,11 +21,15 @@
 #   PB_SIZES      Poisson-binomial sizes ("4000 30000 100000")
 #   CPU_MAX_N     largest n run on the CPU backend (30000: n = 100,000 takes
 #                 minutes there today)
-#   PB_REQUESTS   timed requests per Poisson-binomial case (3; 1 on the CPU
-#                 backend for n > 4000)
+#   PB_REQUESTS   timed requests per Poisson-binomial case (3; at most 2 for
+#                 n > 30000, and 1 on the CPU backend for n > 4000)
 #   SMALL_REQUESTS  timed requests per small-problems case (10)
 #   PYTHON        the Python 3 to use (python3)
 set -euo pipefail
+if [ $# -ne 2 ]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
+  exit 2
+fi
 bin=$1
 out=$2
 mkdir -p "$out"
@@ -36,6 +40,10 @@ cpu_max_n=${CPU_MAX_N:-30000}
 pb_requests=${PB_REQUESTS:-3}
 small_requests=${SMALL_REQUESTS:-10}
 python=${PYTHON:-python3}
+command -v "$python" >/dev/null || {
+  echo "poisson_binomial.sh: no $python (set PYTHON)" >&2
+  exit 1
+}
 
 binary() {  # name: its path under BIN_DIR
   for p in "$bin/$1" "$bin/server/$1" "$bin/client/$1"; do
@@ -115,6 +123,7 @@ for backend in cpu cuda; do
       > "$out/$backend/pb_$n.response.json" 2>> "$out/$backend/ctl.log" &&
       responses[$n]="${responses[$n]:-} $backend=$out/$backend/pb_$n.response.json"
     requests=$pb_requests
+    if [ "$n" -gt 30000 ] && [ "$requests" -gt 2 ]; then requests=2; fi
     if [ "$backend" = cpu ] && [ "$n" -gt 4000 ]; then requests=1; fi
     timed "$backend" "pb_$n" "$requests" --poisson_binomial "$n" \
       --precision f64 --output_space log --enumerate_packed
