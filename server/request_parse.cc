@@ -187,19 +187,20 @@ absl::Status ToPrecision(double d, Tiny tiny, T* out,
 }
 
 // Reals (either representation) -> values of T, appended to `out`.
-// `row_length` > 0 makes messages index by [row][column]; indices count from
-// the first appended value.
+// `path()` names the field in messages (built only for one: many short
+// terms should not pay for strings); `row_length` > 0 makes messages index
+// by [row][column]; indices count from the first appended value.
 template <typename T>
-absl::Status AppendReals(const v1::Reals& reals, absl::string_view path,
-                         Tiny tiny, std::vector<T>* out,
-                         int64_t row_length = 0) {
+absl::Status AppendReals(const v1::Reals& reals,
+                         absl::FunctionRef<std::string()> path, Tiny tiny,
+                         std::vector<T>* out, int64_t row_length = 0) {
   if (reals.has_f32()) {
     // float -> T is exact.
     const auto& v = reals.f32().values();
     out->insert(out->end(), v.begin(), v.end());
     return absl::OkStatus();
   }
-  if (!reals.has_f64()) return Missing(path);
+  if (!reals.has_f64()) return Missing(path());
   const auto& v = reals.f64().values();
   if constexpr (std::is_same_v<T, double>) {
     out->insert(out->end(), v.begin(), v.end());
@@ -209,7 +210,7 @@ absl::Status AppendReals(const v1::Reals& reals, absl::string_view path,
     for (int i = 0; i < v.size(); ++i) {
       SAMPLER_RETURN_IF_ERROR(ToPrecision<T>(
           v[i], tiny, &(*out)[base + i],
-          [&] { return absl::StrCat(path, IndexText(i, row_length)); }));
+          [&] { return absl::StrCat(path(), IndexText(i, row_length)); }));
     }
   }
   return absl::OkStatus();
@@ -220,7 +221,8 @@ template <typename T>
 absl::Status ReadReals(const v1::Reals& reals, absl::string_view path,
                        Tiny tiny, std::vector<T>* out, int64_t row_length = 0) {
   out->clear();
-  return AppendReals(reals, path, tiny, out, row_length);
+  return AppendReals(
+      reals, [path] { return std::string(path); }, tiny, out, row_length);
 }
 
 // ---------------------------------------------------------------- limits --
@@ -343,17 +345,17 @@ absl::Status ReadExplicitTerms(const v1::EnumerateProblem& problem,
     total += std::max<int64_t>(RealsSize(term.probabilities()), 0);
   }
   values->reserve(static_cast<size_t>(total));
-  terms->resize(problem.terms_size());
+  terms->reserve(problem.terms_size());
   for (int t = 0; t < problem.terms_size(); ++t) {
     const v1::Pmf& term = problem.terms(t);
     const size_t start = values->size();
-    SAMPLER_RETURN_IF_ERROR(
-        AppendReals(term.probabilities(),
-                    absl::StrCat(path, ".terms[", t, "].probabilities"),
-                    Tiny::kAllowed, values));
-    (*terms)[t].offset = term.offset();
-    (*terms)[t].values =
-        absl::MakeConstSpan(values->data() + start, values->size() - start);
+    SAMPLER_RETURN_IF_ERROR(AppendReals(
+        term.probabilities(),
+        [&] { return absl::StrCat(path, ".terms[", t, "].probabilities"); },
+        Tiny::kAllowed, values));
+    terms->push_back(
+        {term.offset(),
+         absl::MakeConstSpan(values->data() + start, values->size() - start)});
   }
   return absl::OkStatus();
 }
@@ -365,8 +367,9 @@ absl::Status ReadPackedTerms(const v1::EnumerateProblem& problem,
                              std::vector<kernels::PmfTerm<T>>* terms) {
   const bool by_lengths = problem.lengths_size() > 0;
   if (!problem.has_values()) return Missing(path + ".values");
-  SAMPLER_RETURN_IF_ERROR(
-      AppendReals(problem.values(), path + ".values", Tiny::kAllowed, values));
+  SAMPLER_RETURN_IF_ERROR(AppendReals(
+      problem.values(), [&] { return path + ".values"; }, Tiny::kAllowed,
+      values));
   const int64_t n = static_cast<int64_t>(values->size());
   if (n == 0) return Invalid(path, ".values: at least one value is required");
   const int64_t step = problem.term_length();
@@ -388,13 +391,6 @@ absl::Status ReadPackedTerms(const v1::EnumerateProblem& problem,
       return Invalid(path, ".lengths: sum to ", CountText(sum),
                      " but values has ", n, " values");
     }
-    terms->resize(problem.lengths_size());
-    size_t start = 0;
-    for (int t = 0; t < problem.lengths_size(); ++t) {
-      const size_t len = static_cast<size_t>(problem.lengths(t));
-      (*terms)[t].values = all.subspan(start, len);
-      start += len;
-    }
   } else {
     if (step <= 0) {
       return Invalid(path, ".term_length = ", step,
@@ -404,18 +400,22 @@ absl::Status ReadPackedTerms(const v1::EnumerateProblem& problem,
       return Invalid(path, ".term_length = ", step, ": does not divide the ", n,
                      " values");
     }
-    terms->resize(static_cast<size_t>(n / step));
-    for (size_t t = 0; t < terms->size(); ++t) {
-      (*terms)[t].values = all.subspan(t * step, static_cast<size_t>(step));
-    }
   }
-  const int count = static_cast<int>(terms->size());
-  if (problem.offsets_size() > 0 && problem.offsets_size() != count) {
+  const int64_t count = by_lengths ? problem.lengths_size() : n / step;
+  const bool offsets = problem.offsets_size() > 0;
+  if (offsets && problem.offsets_size() != count) {
     return Invalid(path, ".offsets: ", problem.offsets_size(), " offsets for ",
                    count, " terms (give none, or one per term)");
   }
-  for (int t = 0; t < problem.offsets_size(); ++t) {
-    (*terms)[t].offset = problem.offsets(t);
+  terms->resize(static_cast<size_t>(count));
+  kernels::PmfTerm<T>* out = terms->data();
+  size_t start = 0;
+  for (int64_t t = 0; t < count; ++t) {
+    const size_t len = static_cast<size_t>(
+        by_lengths ? problem.lengths(static_cast<int>(t)) : step);
+    out[t].offset = offsets ? problem.offsets(static_cast<int>(t)) : 0;
+    out[t].values = absl::MakeConstSpan(all.data() + start, len);
+    start += len;
   }
   return absl::OkStatus();
 }
@@ -539,9 +539,11 @@ absl::Status BuildEnumerateProblem(const v1::EnumerateProblem& problem, int p,
   }
   job_problem->offsets.resize(views.size());
   job_problem->terms.resize(views.size());
+  int64_t* offsets = job_problem->offsets.data();
+  absl::Span<const T>* terms = job_problem->terms.data();
   for (size_t t = 0; t < views.size(); ++t) {
-    job_problem->offsets[t] = views[t].offset;
-    job_problem->terms[t] = views[t].values;
+    offsets[t] = views[t].offset;
+    terms[t] = views[t].values;
   }
   size->items = SatAdd(size->items, length);
   size->bytes = SatAdd(
