@@ -5,9 +5,9 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire.
+# service floor multi wire pb.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -101,6 +101,15 @@ fi
 if want wire; then
   ./wire_bench > "$work/wire_bench.log" 2>&1
   summary "wire bench: rc=$? $(tr '\n' ' ' < "$work/wire_bench.log")"
+fi
+
+# Enumeration at issue 15's sizes (Poisson binomials of 4,000 to 100,000
+# terms, 16,384 small problems explicit and packed) on both backends, with
+# the DC-FFT reference and exact tails (poisson_binomial.sh); about 1-2
+# minutes.
+if want pb; then
+  ./poisson_binomial.sh . "$work/pb" > "$work/pb.log" 2>&1
+  summary "poisson binomial bench: rc=$? $(tail -1 "$work/pb.log")"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .

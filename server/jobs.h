@@ -65,10 +65,21 @@ struct Job {
 // Each kind's parameters come in the request's precision T (float or double);
 // `out` points into the response message (or a chunk's buffer).
 
+// A problem's terms view `values`, which holds each distinct term's values
+// once: a term that the request repeats k times (EnumerateProblem.repeats)
+// is k entries of `terms` and `offsets` viewing the same values. Move-only,
+// because a copy's terms would still view the original's values.
 template <typename T>
 struct EnumerateProblem {
+  EnumerateProblem() = default;
+  EnumerateProblem(EnumerateProblem&&) = default;
+  EnumerateProblem& operator=(EnumerateProblem&&) = default;
+  EnumerateProblem(const EnumerateProblem&) = delete;
+  EnumerateProblem& operator=(const EnumerateProblem&) = delete;
+
+  std::vector<T> values;
   std::vector<int64_t> offsets;
-  std::vector<std::vector<T>> terms;
+  std::vector<absl::Span<const T>> terms;  // into `values`
   absl::Span<T> out;              // result length: sum(len) - (terms - 1)
   int64_t* out_offset = nullptr;  // sum of offsets, written by the backend
 };

@@ -25,6 +25,10 @@ struct RequestLimits {
   // Most multiply-adds of one Enumerate request (kernels::EnumeratePairCount
   // summed over its problems): the direct convolution costs O(m n).
   int64_t max_enumerate_pairs = 2'000'000'000;
+  // Most terms of one Enumerate request, all problems together, each
+  // repeated term counted as often as it is repeated: a job holds a view
+  // per term, so this bounds its memory however small the request.
+  int64_t max_enumerate_terms = int64_t{1} << 22;
   // Chunks of a stream aim at this size (and at most half of
   // max_message_bytes): big enough to batch well, small enough to keep
   // latency and memory per chunk low.

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -185,30 +186,43 @@ absl::Status ToPrecision(double d, Tiny tiny, T* out,
   return absl::OkStatus();
 }
 
-// Reals (either representation) -> values of T. `row_length` > 0 makes
-// messages index by [row][column].
+// Reals (either representation) -> values of T, appended to `out`.
+// `path()` names the field in messages (built only for one: many short
+// terms should not pay for strings); `row_length` > 0 makes messages index
+// by [row][column]; indices count from the first appended value.
 template <typename T>
-absl::Status ReadReals(const v1::Reals& reals, absl::string_view path,
-                       Tiny tiny, std::vector<T>* out, int64_t row_length = 0) {
+absl::Status AppendReals(const v1::Reals& reals,
+                         absl::FunctionRef<std::string()> path, Tiny tiny,
+                         std::vector<T>* out, int64_t row_length = 0) {
   if (reals.has_f32()) {
     // float -> T is exact.
     const auto& v = reals.f32().values();
-    out->assign(v.begin(), v.end());
+    out->insert(out->end(), v.begin(), v.end());
     return absl::OkStatus();
   }
-  if (!reals.has_f64()) return Missing(path);
+  if (!reals.has_f64()) return Missing(path());
   const auto& v = reals.f64().values();
   if constexpr (std::is_same_v<T, double>) {
-    out->assign(v.begin(), v.end());
+    out->insert(out->end(), v.begin(), v.end());
   } else {
-    out->resize(v.size());
+    const size_t base = out->size();
+    out->resize(base + static_cast<size_t>(v.size()));
     for (int i = 0; i < v.size(); ++i) {
-      SAMPLER_RETURN_IF_ERROR(ToPrecision<T>(v[i], tiny, &(*out)[i], [&] {
-        return absl::StrCat(path, IndexText(i, row_length));
-      }));
+      SAMPLER_RETURN_IF_ERROR(ToPrecision<T>(
+          v[i], tiny, &(*out)[base + i],
+          [&] { return absl::StrCat(path(), IndexText(i, row_length)); }));
     }
   }
   return absl::OkStatus();
+}
+
+// Reals (either representation) -> values of T, replacing `out`.
+template <typename T>
+absl::Status ReadReals(const v1::Reals& reals, absl::string_view path,
+                       Tiny tiny, std::vector<T>* out, int64_t row_length = 0) {
+  out->clear();
+  return AppendReals(
+      reals, [path] { return std::string(path); }, tiny, out, row_length);
 }
 
 // ---------------------------------------------------------------- limits --
@@ -314,41 +328,241 @@ struct ParsedEnumerateJob : EnumerateJob {
   std::vector<int64_t> offset_sink;
 };
 
+bool IsPacked(const v1::EnumerateProblem& problem) {
+  return problem.has_values() || problem.term_length() != 0 ||
+         problem.lengths_size() > 0 || problem.offsets_size() > 0;
+}
+
+// The explicit form: one Pmf per term, their values laid end to end in
+// `values` (reserved up front, so that the views stay valid) and viewed by
+// `terms`.
+template <typename T>
+absl::Status ReadExplicitTerms(const v1::EnumerateProblem& problem,
+                               const std::string& path, std::vector<T>* values,
+                               std::vector<kernels::PmfTerm<T>>* terms) {
+  int64_t total = 0;
+  for (const v1::Pmf& term : problem.terms()) {
+    total += std::max<int64_t>(RealsSize(term.probabilities()), 0);
+  }
+  values->reserve(static_cast<size_t>(total));
+  terms->reserve(problem.terms_size());
+  for (int t = 0; t < problem.terms_size(); ++t) {
+    const v1::Pmf& term = problem.terms(t);
+    const size_t start = values->size();
+    SAMPLER_RETURN_IF_ERROR(AppendReals(
+        term.probabilities(),
+        [&] { return absl::StrCat(path, ".terms[", t, "].probabilities"); },
+        Tiny::kAllowed, values));
+    terms->push_back(
+        {term.offset(),
+         absl::MakeConstSpan(values->data() + start, values->size() - start)});
+  }
+  return absl::OkStatus();
+}
+
+// The packed form: values cut by term_length or lengths, offsets per term.
+template <typename T>
+absl::Status ReadPackedTerms(const v1::EnumerateProblem& problem,
+                             const std::string& path, std::vector<T>* values,
+                             std::vector<kernels::PmfTerm<T>>* terms) {
+  const bool by_lengths = problem.lengths_size() > 0;
+  if (!problem.has_values()) return Missing(path + ".values");
+  SAMPLER_RETURN_IF_ERROR(AppendReals(
+      problem.values(), [&] { return path + ".values"; }, Tiny::kAllowed,
+      values));
+  const int64_t n = static_cast<int64_t>(values->size());
+  if (n == 0) return Invalid(path, ".values: at least one value is required");
+  const int64_t step = problem.term_length();
+  if (step != 0 && by_lengths) {
+    return Invalid(path, ".term_length = ", step,
+                   ": give term_length or lengths, not both");
+  }
+  const absl::Span<const T> all = absl::MakeConstSpan(*values);
+  if (by_lengths) {
+    int64_t sum = 0;
+    for (int t = 0; t < problem.lengths_size(); ++t) {
+      const int64_t len = problem.lengths(t);
+      if (len <= 0) {
+        return Invalid(path, ".lengths[", t, "] = ", len, ": must be > 0");
+      }
+      sum = SatAdd(sum, len);
+    }
+    if (sum != n) {
+      return Invalid(path, ".lengths: sum to ", CountText(sum),
+                     " but values has ", n, " values");
+    }
+  } else {
+    if (step <= 0) {
+      return Invalid(path, ".term_length = ", step,
+                     ": must be > 0 (or give lengths)");
+    }
+    if (n % step != 0) {
+      return Invalid(path, ".term_length = ", step, ": does not divide the ", n,
+                     " values");
+    }
+  }
+  const int64_t count = by_lengths ? problem.lengths_size() : n / step;
+  const bool offsets = problem.offsets_size() > 0;
+  if (offsets && problem.offsets_size() != count) {
+    return Invalid(path, ".offsets: ", problem.offsets_size(), " offsets for ",
+                   count, " terms (give none, or one per term)");
+  }
+  terms->resize(static_cast<size_t>(count));
+  kernels::PmfTerm<T>* out = terms->data();
+  size_t start = 0;
+  for (int64_t t = 0; t < count; ++t) {
+    const size_t len = static_cast<size_t>(
+        by_lengths ? problem.lengths(static_cast<int>(t)) : step);
+    out[t].offset = offsets ? problem.offsets(static_cast<int>(t)) : 0;
+    out[t].values = absl::MakeConstSpan(all.data() + start, len);
+    start += len;
+  }
+  return absl::OkStatus();
+}
+
+// ValidateEnumerate names a term's fields as the explicit form's
+// ("terms[3].probabilities[1] = ...", "terms[3].offset = ...", "terms[3]:
+// ..."); a packed problem's client knows values, offsets and lengths (or
+// term_length). `values` is what the terms view.
+template <typename T>
+absl::Status InPackedFields(const absl::Status& s,
+                            const v1::EnumerateProblem& problem,
+                            absl::Span<const T> values,
+                            absl::Span<const kernels::PmfTerm<T>> terms) {
+  if (s.ok() || !IsPacked(problem)) return s;
+  const absl::string_view msg = s.message();
+  constexpr absl::string_view kTerms = "terms[";
+  const size_t close = msg.find(']');
+  size_t t = 0;
+  if (!absl::StartsWith(msg, kTerms) || close == absl::string_view::npos ||
+      !absl::SimpleAtoi(msg.substr(kTerms.size(), close - kTerms.size()), &t) ||
+      t >= terms.size()) {
+    return s;
+  }
+  const absl::string_view rest = msg.substr(close + 1);
+  constexpr absl::string_view kValues = ".probabilities[";
+  constexpr absl::string_view kOffset = ".offset";
+  const size_t value_close = rest.find(']');
+  size_t i = 0;
+  std::string text;
+  if (absl::StartsWith(rest, kValues) &&
+      value_close != absl::string_view::npos &&
+      absl::SimpleAtoi(
+          rest.substr(kValues.size(), value_close - kValues.size()), &i)) {
+    const size_t start =
+        static_cast<size_t>(terms[t].values.data() - values.data());
+    text =
+        absl::StrCat("values[", start + i, "]", rest.substr(value_close + 1));
+  } else if (absl::StartsWith(rest, kOffset)) {
+    text = absl::StrCat("offsets[", t, "]", rest.substr(kOffset.size()));
+  } else if (problem.lengths_size() > 0) {
+    text = absl::StrCat("lengths[", t, "]", rest);
+  } else {
+    text = absl::StrCat("term_length (term ", t, ")", rest);
+  }
+  return absl::Status(s.code(), text);
+}
+
+// Reads problem `p` into `job_problem`: its values once, and its terms,
+// each repeated as often as `repeats` says. Adds its expanded term count to
+// `term_count` (refused past limits.max_enumerate_terms before anything is
+// expanded), its output to `size` and its multiply-adds to `pairs`.
+template <typename T>
+absl::Status BuildEnumerateProblem(const v1::EnumerateProblem& problem, int p,
+                                   kernels::ProbSpace in,
+                                   const RequestLimits& limits,
+                                   EnumerateProblem<T>* job_problem,
+                                   int64_t* term_count, Size* size,
+                                   int64_t* pairs) {
+  const std::string path = absl::StrCat("problems[", p, "]");
+  std::vector<T>& values = job_problem->values;
+  std::vector<kernels::PmfTerm<T>> views;
+  if (IsPacked(problem)) {
+    if (problem.terms_size() > 0) {
+      return Invalid(path,
+                     ": give terms or the packed form (values, term_length, "
+                     "lengths, offsets), not both");
+    }
+    SAMPLER_RETURN_IF_ERROR(ReadPackedTerms(problem, path, &values, &views));
+  } else {
+    SAMPLER_RETURN_IF_ERROR(ReadExplicitTerms(problem, path, &values, &views));
+  }
+  SAMPLER_RETURN_IF_ERROR(
+      Prefixed(InPackedFields<T>(kernels::ValidateEnumerate<T>(views, in),
+                                 problem, values, views),
+               path + "."));
+  const size_t distinct = views.size();
+
+  // Repeats: counted and bounded before anything is expanded, so that a
+  // small request cannot ask for unbounded memory or work.
+  const int repeats = problem.repeats_size();
+  if (repeats > 0 && static_cast<size_t>(repeats) != distinct) {
+    return Invalid(path, ".repeats: ", repeats, " counts for ", distinct,
+                   " terms (give none, or one per term)");
+  }
+  int64_t expanded = 0;
+  int64_t length = 1;  // of the result
+  for (size_t t = 0; t < distinct; ++t) {
+    const int64_t k = repeats > 0 ? problem.repeats(static_cast<int>(t)) : 1;
+    if (k < 1) {
+      return Invalid(path, ".repeats[", t, "] = ", k, ": must be >= 1");
+    }
+    expanded = SatAdd(expanded, k);
+    length = SatAdd(
+        length, SatMul(k, static_cast<int64_t>(views[t].values.size()) - 1));
+    if (length > kernels::kMaxEnumerateSupport) {
+      return Invalid(path, ".repeats[", t, "] = ", k,
+                     ": the sum's support length reaches ", CountText(length),
+                     ", more than the maximum ", kernels::kMaxEnumerateSupport);
+    }
+  }
+  *term_count = SatAdd(*term_count, expanded);
+  if (*term_count > limits.max_enumerate_terms) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "the problems have ", CountText(*term_count),
+        " or more terms (repeats counted), more than the server's "
+        "max_enumerate_terms = ",
+        limits.max_enumerate_terms, ": split the problems across requests"));
+  }
+  if (expanded != static_cast<int64_t>(distinct)) {
+    std::vector<kernels::PmfTerm<T>> copies;
+    copies.reserve(static_cast<size_t>(expanded));
+    for (size_t t = 0; t < distinct; ++t) {
+      copies.insert(copies.end(),
+                    static_cast<size_t>(problem.repeats(static_cast<int>(t))),
+                    views[t]);
+    }
+    views = std::move(copies);
+    // The terms were checked one by one; their sum's offsets only now.
+    SAMPLER_RETURN_IF_ERROR(Prefixed(kernels::ValidateEnumerate<T>(views, in),
+                                     path + ".repeats (expanded): "));
+  }
+  job_problem->offsets.resize(views.size());
+  job_problem->terms.resize(views.size());
+  int64_t* offsets = job_problem->offsets.data();
+  absl::Span<const T>* terms = job_problem->terms.data();
+  for (size_t t = 0; t < views.size(); ++t) {
+    offsets[t] = views[t].offset;
+    terms[t] = views[t].values;
+  }
+  size->items = SatAdd(size->items, length);
+  size->bytes = SatAdd(
+      size->bytes,
+      SatAdd(kPmfOverhead, SatMul(length, static_cast<int64_t>(sizeof(T)))));
+  *pairs = SatAdd(*pairs, kernels::EnumeratePairCount<T>(views));
+  return absl::OkStatus();
+}
+
 template <typename T>
 absl::Status BuildEnumerate(const v1::EnumerateRequest& request,
-                            EnumerateWork<T>* work, Size* size,
-                            int64_t* pairs) {
+                            const RequestLimits& limits, EnumerateWork<T>* work,
+                            Size* size, int64_t* pairs) {
   work->problems.resize(request.problems_size());
+  int64_t term_count = 0;
   for (int p = 0; p < request.problems_size(); ++p) {
-    const v1::EnumerateProblem& problem = request.problems(p);
-    EnumerateProblem<T>& job_problem = work->problems[p];
-    const std::string path = absl::StrCat("problems[", p, "]");
-    const int terms = problem.terms_size();
-    job_problem.offsets.resize(terms);
-    job_problem.terms.resize(terms);
-    std::vector<kernels::PmfTerm<T>> views(terms);
-    for (int t = 0; t < terms; ++t) {
-      const v1::Pmf& term = problem.terms(t);
-      SAMPLER_RETURN_IF_ERROR(
-          ReadReals(term.probabilities(),
-                    absl::StrCat(path, ".terms[", t, "].probabilities"),
-                    Tiny::kAllowed, &job_problem.terms[t]));
-      job_problem.offsets[t] = term.offset();
-      views[t].offset = term.offset();
-      views[t].values = job_problem.terms[t];
-    }
-    SAMPLER_RETURN_IF_ERROR(Prefixed(
-        kernels::ValidateEnumerate<T>(views, work->input_space), path + "."));
-    // Validated: every length and the result's are at most 2^24.
-    int64_t length = 1;
-    for (const auto& values : job_problem.terms) {
-      length += static_cast<int64_t>(values.size()) - 1;
-    }
-    size->items = SatAdd(size->items, length);
-    size->bytes = SatAdd(
-        size->bytes,
-        SatAdd(kPmfOverhead, SatMul(length, static_cast<int64_t>(sizeof(T)))));
-    *pairs = SatAdd(*pairs, kernels::EnumeratePairCount<T>(views));
+    SAMPLER_RETURN_IF_ERROR(
+        BuildEnumerateProblem(request.problems(p), p, work->input_space, limits,
+                              &work->problems[p], &term_count, size, pairs));
   }
   return absl::OkStatus();
 }
@@ -685,7 +899,7 @@ absl::StatusOr<std::shared_ptr<EnumerateJob>> ParseEnumerate(
   auto build = [&](auto& work) {
     work.input_space = in;
     work.output_space = out;
-    return BuildEnumerate(request, &work, &size, &pairs);
+    return BuildEnumerate(request, limits, &work, &size, &pairs);
   };
   SAMPLER_RETURN_IF_ERROR(
       is_float ? build(job->work.emplace<EnumerateWork<float>>())

@@ -20,4 +20,5 @@ strip --strip-debug "$dest"/sampler-server "$dest"/sampler-loadgen \
 cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
   "$root/bench/service/report.py" "$root/bench/service/floor.sh" \
   "$root/bench/service/multi_gpu.sh" "$root/bench/service/multi_gpu_report.py" \
-  "$dest/"
+  "$root/bench/service/poisson_binomial.sh" \
+  "$root/bench/service/poisson_binomial_ref.py" "$dest/"

@@ -1,10 +1,14 @@
 // samplerctl enumerate: the PMF of a sum of independent terms.
 #include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/common/enumerate_terms.h"
 #include "client/common/grpc_util.h"
 #include "client/common/parse.h"
 #include "client/common/reals.h"
@@ -17,6 +21,12 @@ ABSL_FLAG(std::string, pmf, "",
           "enumerate: one term of the sum, \"OFFSET:p0,p1,...\" (or "
           "\"p0,p1,...\" for offset 0); repeat the flag (or separate terms "
           "by ';') for more terms of the same problem");
+ABSL_FLAG(bool, packed, false,
+          "enumerate: send the terms in the packed form (all values end to "
+          "end) instead of one Pmf message per term; the answer is the same");
+ABSL_FLAG(std::string, repeats, "",
+          "enumerate: how many times each term counts, one count per --pmf "
+          "term (\"3,1\") or one for all (\"3\"); empty: once each");
 ABSL_FLAG(bool, log_input, false,
           "enumerate: the --pmf values are natural logarithms of "
           "probabilities");
@@ -42,13 +52,18 @@ absl::StatusOr<EnumerateRequest> BuildRequest(const CtlOptions& options) {
   }
   SAMPLER_ASSIGN_OR_RETURN(const std::vector<PmfTerm> terms,
                            ParsePmfTerms(pmf));
-  sampler::v1::EnumerateProblem* problem = request.add_problems();
-  for (const PmfTerm& term : terms) {
-    sampler::v1::Pmf* pmf_message = problem->add_terms();
-    pmf_message->set_offset(term.offset);
-    SetReals(term.probabilities, options.precision,
-             pmf_message->mutable_probabilities());
+  std::vector<int64_t> repeats;
+  if (const std::string text = absl::GetFlag(FLAGS_repeats); !text.empty()) {
+    SAMPLER_ASSIGN_OR_RETURN(repeats, ParseInt64List(text));
+    if (repeats.size() == 1) repeats.assign(terms.size(), repeats[0]);
+    if (repeats.size() != terms.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--repeats has ", repeats.size(), " counts for ",
+                       terms.size(), " terms (give one, or one per term)"));
+    }
   }
+  AddTerms(terms, repeats, absl::GetFlag(FLAGS_packed), options.precision,
+           request.add_problems());
   request.set_precision(options.precision);
   request.set_input_space(absl::GetFlag(FLAGS_log_input)
                               ? sampler::v1::PROBABILITY_SPACE_LOG
@@ -84,8 +99,8 @@ void PrintResults(const EnumerateRequest& request,
     const sampler::v1::Pmf& result = response.results(p);
     RealsToDoubles(result.probabilities(), &values);
     const int64_t length = values.size();
-    const int terms =
-        p < request.problems_size() ? request.problems(p).terms_size() : 0;
+    const int64_t terms =
+        p < request.problems_size() ? TermCount(request.problems(p)) : 0;
     std::cout << absl::StreamFormat(
         "problem %d: %d term%s, support %d..%d (%d points), total "
         "probability %.9g\n",

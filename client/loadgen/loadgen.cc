@@ -61,6 +61,18 @@ ABSL_FLAG(std::string, precision, "", "f32 or f64 (default: unspecified)");
 ABSL_FLAG(int64_t, problems, 1, "enumerate: problems per request");
 ABSL_FLAG(int64_t, terms, 2, "enumerate: terms per problem");
 ABSL_FLAG(int64_t, pmf_len, 16, "enumerate: points per term");
+ABSL_FLAG(bool, enumerate_packed, false,
+          "enumerate: send each problem's terms in the packed form (values "
+          "end to end) instead of one Pmf message per term");
+ABSL_FLAG(int64_t, enumerate_repeat, 1,
+          "enumerate: each term counts this many times (the request's "
+          "repeats field), so the sum has terms x this many terms");
+ABSL_FLAG(int64_t, poisson_binomial, 0,
+          "enumerate: when > 0, one problem of this many Bernoulli terms "
+          "(1 - p_i, p_i), p_i from a fixed seed (replaces --problems, "
+          "--terms, --pmf_len)");
+ABSL_FLAG(std::string, output_space, "linear",
+          "enumerate: the answer's space, linear or log");
 ABSL_FLAG(int64_t, categorical_rows, 256, "categorical: rows per request");
 ABSL_FLAG(int64_t, categories, 32, "categorical: categories per row");
 ABSL_FLAG(int32_t, draws, 1, "categorical: draws per row");
@@ -110,6 +122,16 @@ absl::StatusOr<LoadShape> ShapeFromFlags() {
   shape.problems = absl::GetFlag(FLAGS_problems);
   shape.terms = absl::GetFlag(FLAGS_terms);
   shape.pmf_len = absl::GetFlag(FLAGS_pmf_len);
+  shape.enumerate_packed = absl::GetFlag(FLAGS_enumerate_packed);
+  shape.enumerate_repeat = absl::GetFlag(FLAGS_enumerate_repeat);
+  shape.poisson_binomial = absl::GetFlag(FLAGS_poisson_binomial);
+  const std::string output_space = absl::GetFlag(FLAGS_output_space);
+  if (output_space == "log") {
+    shape.output_space = sampler::v1::PROBABILITY_SPACE_LOG;
+  } else if (output_space != "linear") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--output_space must be linear or log, got \"", output_space, "\""));
+  }
   shape.categorical_rows = absl::GetFlag(FLAGS_categorical_rows);
   shape.categories = absl::GetFlag(FLAGS_categories);
   shape.draws = absl::GetFlag(FLAGS_draws);

@@ -8,6 +8,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/common/enumerate_terms.h"
+#include "client/common/parse.h"
 #include "client/common/reals.h"
 #include "sampler/kernels/status_macros.h"
 
@@ -82,9 +84,20 @@ std::vector<std::pair<std::string, std::string>> ShapeParameters(
   };
   switch (kind) {
     case RpcKind::kEnumerate:
-      add("problems", shape.problems);
-      add("terms", shape.terms);
-      add("pmf_len", shape.pmf_len);
+      if (shape.poisson_binomial > 0) {
+        add("poisson_binomial", shape.poisson_binomial);
+      } else {
+        add("problems", shape.problems);
+        add("terms", shape.terms);
+        add("pmf_len", shape.pmf_len);
+      }
+      if (shape.enumerate_packed) add("enumerate_packed", "true");
+      if (shape.enumerate_repeat != 1) {
+        add("enumerate_repeat", shape.enumerate_repeat);
+      }
+      if (shape.output_space == sampler::v1::PROBABILITY_SPACE_LOG) {
+        add("output_space", "log");
+      }
       break;
     case RpcKind::kCategorical:
       add("categorical_rows", shape.categorical_rows);
@@ -115,26 +128,54 @@ std::vector<std::pair<std::string, std::string>> ShapeParameters(
   return parameters;
 }
 
+double PoissonBinomialP(int64_t i) {
+  uint64_t z =
+      kPoissonBinomialSeed + static_cast<uint64_t>(i + 1) * 0x9E3779B97F4A7C15u;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  z ^= z >> 31;
+  return std::ldexp(static_cast<double>(2 * (z >> 12) + 1), -53);
+}
+
 absl::StatusOr<sampler::v1::EnumerateRequest> MakeEnumerateLoad(
     const LoadShape& shape) {
-  SAMPLER_RETURN_IF_ERROR(RequirePositive({{"problems", shape.problems},
-                                           {"terms", shape.terms},
-                                           {"pmf_len", shape.pmf_len}}));
-  std::mt19937_64 rng(kValueSeed);
-  std::uniform_real_distribution<double> weight(0.01, 1.0);
+  SAMPLER_RETURN_IF_ERROR(
+      RequirePositive({{"problems", shape.problems},
+                       {"terms", shape.terms},
+                       {"pmf_len", shape.pmf_len},
+                       {"enumerate_repeat", shape.enumerate_repeat}}));
   sampler::v1::EnumerateRequest request;
   request.set_precision(shape.precision);
-  std::vector<double> values(shape.pmf_len);
+  request.set_output_space(shape.output_space);
+  auto add_problem = [&](const std::vector<PmfTerm>& terms) {
+    const std::vector<int64_t> repeats(
+        shape.enumerate_repeat == 1 ? 0 : terms.size(), shape.enumerate_repeat);
+    AddTerms(terms, repeats, shape.enumerate_packed, shape.precision,
+             request.add_problems());
+  };
+  std::vector<PmfTerm> terms;
+  if (shape.poisson_binomial > 0) {
+    terms.resize(static_cast<size_t>(shape.poisson_binomial));
+    for (int64_t i = 0; i < shape.poisson_binomial; ++i) {
+      const double p = PoissonBinomialP(i);
+      terms[static_cast<size_t>(i)].probabilities = {1 - p, p};
+    }
+    add_problem(terms);
+    return request;
+  }
+  std::mt19937_64 rng(kValueSeed);
+  std::uniform_real_distribution<double> weight(0.01, 1.0);
+  terms.resize(static_cast<size_t>(shape.terms));
   for (int64_t p = 0; p < shape.problems; ++p) {
-    sampler::v1::EnumerateProblem* problem = request.add_problems();
     for (int64_t t = 0; t < shape.terms; ++t) {
+      std::vector<double>& values = terms[static_cast<size_t>(t)].probabilities;
+      values.resize(static_cast<size_t>(shape.pmf_len));
       double total = 0;
       for (double& value : values) total += value = weight(rng);
       for (double& value : values) value /= total;
-      sampler::v1::Pmf* pmf = problem->add_terms();
-      pmf->set_offset(t);
-      SetReals(values, shape.precision, pmf->mutable_probabilities());
+      terms[static_cast<size_t>(t)].offset = t;
     }
+    add_problem(terms);
   }
   return request;
 }
@@ -220,12 +261,7 @@ absl::StatusOr<sampler::v1::SampleBoardsRequest> MakeBoardsLoad(
 int64_t ItemCount(const sampler::v1::EnumerateRequest& request) {
   int64_t items = 0;
   for (const sampler::v1::EnumerateProblem& problem : request.problems()) {
-    int64_t length = 0;
-    for (const sampler::v1::Pmf& term : problem.terms()) {
-      length += RealsSize(term.probabilities());
-    }
-    if (problem.terms_size() > 0) length -= problem.terms_size() - 1;
-    items += length;
+    items += ResultLength(problem);
   }
   return items;
 }

@@ -31,6 +31,17 @@ struct LoadShape {
   int64_t problems = 1;
   int64_t terms = 2;
   int64_t pmf_len = 16;
+  // enumerate: send the packed form (EnumerateProblem.values) instead of one
+  // Pmf per term; repeat each term this many times (1: no repeats field).
+  bool enumerate_packed = false;
+  int64_t enumerate_repeat = 1;
+  // enumerate: > 0 replaces problems/terms/pmf_len by one Poisson-binomial
+  // problem of this many Bernoulli terms (1 - p_i, p_i), p_i from
+  // PoissonBinomialP.
+  int64_t poisson_binomial = 0;
+  // enumerate: the answer's space (UNSPECIFIED: linear).
+  sampler::v1::ProbabilitySpace output_space =
+      sampler::v1::PROBABILITY_SPACE_UNSPECIFIED;
   // categorical: rows (distributions) x categories, draws per row.
   int64_t categorical_rows = 256;
   int64_t categories = 32;
@@ -50,6 +61,14 @@ struct LoadShape {
   std::vector<int32_t> stones = {10, 10};
   int64_t board_count = 64;
 };
+
+// The success probability of the Poisson-binomial load's term i, a pure
+// function of i so that other tools (bench/service/poisson_binomial_ref.py)
+// rebuild the same problem: splitmix64 of kPoissonBinomialSeed + (i + 1) *
+// 0x9E3779B97F4A7C15, z, gives p_i = (2 * (z >> 12) + 1) * 2^-53, exactly
+// representable, as is 1 - p_i, and strictly inside (0, 1).
+inline constexpr uint64_t kPoissonBinomialSeed = 15;
+double PoissonBinomialP(int64_t i);
 
 // The parameters of `kind` that `shape` sets, by flag name, for reports.
 std::vector<std::pair<std::string, std::string>> ShapeParameters(

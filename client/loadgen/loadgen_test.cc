@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "client/common/json_io.h"
 #include "client/common/reals.h"
@@ -50,6 +51,61 @@ TEST(LoadRequestsTest, ItemCountsFollowTheShape) {
 
   shape.board_count = 12;
   EXPECT_EQ(ItemCount(*MakeBoardsLoad(shape)), 12);
+}
+
+// The packed form and repeats carry the same problems as the explicit one.
+TEST(LoadRequestsTest, PackedAndRepeatedEnumerateLoads) {
+  LoadShape shape;
+  shape.problems = 3;
+  shape.terms = 4;
+  shape.pmf_len = 10;
+  const sampler::v1::EnumerateRequest explicit_form = *MakeEnumerateLoad(shape);
+  shape.enumerate_packed = true;
+  const sampler::v1::EnumerateRequest packed = *MakeEnumerateLoad(shape);
+  ASSERT_EQ(packed.problems_size(), 3);
+  for (int p = 0; p < 3; ++p) {
+    const sampler::v1::EnumerateProblem& problem = packed.problems(p);
+    EXPECT_EQ(problem.terms_size(), 0);
+    EXPECT_EQ(problem.term_length(), 10);
+    ASSERT_EQ(problem.offsets_size(), 4);
+    std::vector<double> values, expected;
+    RealsToDoubles(problem.values(), &values);
+    for (int t = 0; t < 4; ++t) {
+      const sampler::v1::Pmf& term = explicit_form.problems(p).terms(t);
+      EXPECT_EQ(problem.offsets(t), term.offset());
+      std::vector<double> term_values;
+      RealsToDoubles(term.probabilities(), &term_values);
+      expected.insert(expected.end(), term_values.begin(), term_values.end());
+    }
+    EXPECT_EQ(values, expected);
+  }
+  EXPECT_EQ(ItemCount(packed), ItemCount(explicit_form));
+  shape.enumerate_repeat = 5;
+  const sampler::v1::EnumerateRequest repeated = *MakeEnumerateLoad(shape);
+  EXPECT_EQ(repeated.problems(0).repeats_size(), 4);
+  EXPECT_EQ(ItemCount(repeated), 3 * (5 * 4 * 9 + 1));
+}
+
+// bench/service/poisson_binomial_ref.py rebuilds these p_i (the values
+// below are its output): the two must agree bit for bit.
+TEST(LoadRequestsTest, PoissonBinomialLoad) {
+  EXPECT_EQ(PoissonBinomialP(0), 0x1.0eb7260f57eabp-1);
+  EXPECT_EQ(PoissonBinomialP(1), 0x1.8f702eef77503p-1);
+  EXPECT_EQ(PoissonBinomialP(99999), 0x1.ec4558130b01dp-1);
+  LoadShape shape;
+  shape.poisson_binomial = 1000;
+  shape.enumerate_packed = true;
+  shape.output_space = sampler::v1::PROBABILITY_SPACE_LOG;
+  shape.precision = sampler::v1::PRECISION_FLOAT64;
+  const sampler::v1::EnumerateRequest request = *MakeEnumerateLoad(shape);
+  ASSERT_EQ(request.problems_size(), 1);
+  EXPECT_EQ(request.output_space(), sampler::v1::PROBABILITY_SPACE_LOG);
+  EXPECT_EQ(request.problems(0).term_length(), 2);
+  const auto& values = request.problems(0).values().f64().values();
+  ASSERT_EQ(values.size(), 2000);
+  EXPECT_EQ(values[3], PoissonBinomialP(1));
+  EXPECT_EQ(values[2], 1 - PoissonBinomialP(1));
+  EXPECT_EQ(ItemCount(request), 1001);
 }
 
 TEST(LoadRequestsTest, RejectsNonPositiveSizesNamingTheFlag) {

@@ -689,6 +689,105 @@ TEST_F(ServiceTest, EnumerateEqualsEnumerateCpu) {
                          v1::PROBABILITY_SPACE_LINEAR);
 }
 
+// Issue 15: the packed form and repeat counts are only other spellings of
+// the explicit problem. Two problems (a die repeated three times with a
+// shifted coin; 200 Bernoulli terms) sent three ways: explicit copies,
+// explicit terms with repeats, packed with repeats. The answers are the
+// same (bit for bit on the CPU backend).
+template <typename T>
+void CheckEnumeratePackedAndRepeated(v1::SamplerService::Stub& stub) {
+  SCOPED_TRACE(sizeof(T) == 4 ? "float32" : "float64");
+  struct Problem {
+    std::vector<std::pair<int64_t, std::vector<T>>> terms;
+    std::vector<int64_t> repeats;
+  };
+  Problem bernoulli;
+  for (int i = 0; i < 200; ++i) {
+    const T p = static_cast<T>((i + 1) / 201.0);
+    bernoulli.terms.push_back({0, {1 - p, p}});
+  }
+  const std::vector<Problem> problems = {
+      {{{1, {1, 1, 1, 1, 1, 1}}, {-3, {0.5, 0.5}}}, {3, 1}}, bernoulli};
+  auto request = [&](int form) {
+    v1::EnumerateRequest r;
+    r.set_precision(PrecisionOf<T>());
+    r.set_output_space(v1::PROBABILITY_SPACE_LOG);
+    for (const Problem& problem : problems) {
+      v1::EnumerateProblem* p = r.add_problems();
+      std::vector<T> values;
+      for (size_t t = 0; t < problem.terms.size(); ++t) {
+        const auto& [offset, term_values] = problem.terms[t];
+        const int64_t k = problem.repeats.empty() ? 1 : problem.repeats[t];
+        if (form == 0) {  // explicit copies
+          for (int64_t i = 0; i < k; ++i) {
+            v1::Pmf* term = p->add_terms();
+            term->set_offset(offset);
+            SetReals(term_values, term->mutable_probabilities());
+          }
+          continue;
+        }
+        p->add_repeats(k);
+        if (form == 1) {  // explicit terms, repeated
+          v1::Pmf* term = p->add_terms();
+          term->set_offset(offset);
+          SetReals(term_values, term->mutable_probabilities());
+        } else {  // packed, repeated
+          values.insert(values.end(), term_values.begin(), term_values.end());
+          p->add_lengths(static_cast<int64_t>(term_values.size()));
+          p->add_offsets(offset);
+        }
+      }
+      if (form == 2) SetReals(values, p->mutable_values());
+    }
+    return r;
+  };
+  std::vector<v1::EnumerateResponse> responses(3);
+  for (int form = 0; form < 3; ++form) {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    const grpc::Status status =
+        stub.Enumerate(&context, request(form), &responses[form]);
+    ASSERT_TRUE(status.ok()) << "form " << form << ": " << Describe(status);
+    ASSERT_EQ(responses[form].results_size(), 2);
+  }
+  // 1 + 3 * 5 + 1 and 201 points.
+  EXPECT_EQ(Values<T>(responses[0].results(0).probabilities()).size(), 17u);
+  EXPECT_EQ(Values<T>(responses[0].results(1).probabilities()).size(), 201u);
+  for (int form = 1; form < 3; ++form) {
+    for (int p = 0; p < 2; ++p) {
+      EXPECT_EQ(responses[form].results(p).offset(),
+                responses[0].results(p).offset());
+      EXPECT_TRUE(EnumerateMatches(
+          Values<T>(responses[form].results(p).probabilities()),
+          Values<T>(responses[0].results(p).probabilities()),
+          v1::PROBABILITY_SPACE_LOG))
+          << "form " << form << " problem " << p;
+    }
+  }
+}
+
+TEST_F(ServiceTest, EnumeratePackedAndRepeatedEqualExplicit) {
+  CheckEnumeratePackedAndRepeated<double>(*stub_);
+  CheckEnumeratePackedAndRepeated<float>(*stub_);
+}
+
+// A tiny request asking for 2^62 terms is refused at once, before any work.
+TEST_F(ServiceTest, EnumerateRepeatsAreBounded) {
+  v1::EnumerateRequest request;
+  v1::EnumerateProblem* problem = request.add_problems();
+  problem->mutable_values()->mutable_f32()->add_values(1);
+  problem->set_term_length(1);
+  problem->add_repeats(int64_t{1} << 62);
+  grpc::ClientContext context;
+  SetDeadline(context);
+  v1::EnumerateResponse response;
+  const grpc::Status status = stub_->Enumerate(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE)
+      << Describe(status);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "max_enumerate_terms"))
+      << status.error_message();
+}
+
 TEST_F(ServiceTest, SampleCategoricalEqualsTheCpuKernel) {
   const std::vector<double> w = CategoricalWeights(45, 1);
   {

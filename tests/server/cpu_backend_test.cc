@@ -408,6 +408,7 @@ std::shared_ptr<EnumerateJob> Enumerate(int problems, int max_terms,
     EnumerateProblem<T>& prob = w.problems[static_cast<size_t>(p)];
     const int terms = terms_dist(rng);
     int64_t len_sum = 0;
+    std::vector<size_t> lengths;
     for (int t = 0; t < terms; ++t) {
       prob.offsets.push_back(offset_dist(rng));
       std::vector<T> values(static_cast<size_t>(len_dist(rng)));
@@ -418,7 +419,15 @@ std::shared_ptr<EnumerateJob> Enumerate(int problems, int max_terms,
         if (in == kernels::ProbSpace::kLog) v = std::log(v);
       }
       len_sum += static_cast<int64_t>(values.size());
-      prob.terms.push_back(std::move(values));
+      lengths.push_back(values.size());
+      prob.values.insert(prob.values.end(), values.begin(), values.end());
+    }
+    // The terms view the problem's values, as parsing leaves them.
+    size_t start = 0;
+    for (size_t len : lengths) {
+      prob.terms.push_back(
+          absl::MakeConstSpan(prob.values).subspan(start, len));
+      start += len;
     }
     prob.out_offset = &(*offsets)[static_cast<size_t>(p)];
     (void)len_sum;

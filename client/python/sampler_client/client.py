@@ -316,10 +316,13 @@ class Client:
 
     def enumerate(self, problems: Iterable[Iterable[Union[Pmf, ArrayLike]]], *,
                   precision: Precision = None, input_space: str = "linear",
-                  output_space: str = "linear") -> List[Pmf]:
+                  output_space: str = "linear", packed: bool = False) -> List[Pmf]:
         """The PMF of the sum of each problem's independent terms.
 
         A term is a Pmf or an array of probabilities (offset 0). Deterministic.
+        `packed` sends each problem's terms end to end in one array (the
+        request's packed form: the same answer, far cheaper for many short
+        terms; needs a server that knows the form).
         """
         problems = [[t if isinstance(t, Pmf) else Pmf(0, np.asarray(t)) for t in p]
                     for p in problems]
@@ -329,6 +332,18 @@ class Client:
                                       output_space=_space(output_space))
         for problem in problems:
             message = request.problems.add()
+            if packed:
+                arrays = [np.asarray(t.probabilities).ravel() for t in problem]
+                lengths = [len(a) for a in arrays]
+                _wire.fill_reals(message.values,
+                                 np.concatenate(arrays) if arrays else np.zeros(0), float32)
+                if len(set(lengths)) == 1:
+                    message.term_length = lengths[0]
+                else:
+                    message.lengths.extend(lengths)
+                if any(int(t.offset) for t in problem):
+                    message.offsets.extend(int(t.offset) for t in problem)
+                continue
             for term in problem:
                 pmf = message.terms.add(offset=int(term.offset))
                 _wire.fill_reals(pmf.probabilities, np.asarray(term.probabilities).ravel(),

@@ -155,6 +155,17 @@ class ClientTest(unittest.TestCase):
         expected = np.array([1, 2, 3, 4, 5, 6, 5, 4, 3, 2, 1]) / 36
         np.testing.assert_allclose(total.probabilities, expected, rtol=1e-12)
 
+    def test_enumerate_packed_answers_the_same(self) -> None:
+        rng = np.random.default_rng(15)
+        problems = [[Pmf(int(rng.integers(-3, 4)), rng.random(int(rng.integers(1, 6))))
+                     for _ in range(5)] for _ in range(3)]
+        problems.append([rng.random(2) for _ in range(50)])  # equal lengths
+        explicit = self.client.enumerate(problems, output_space="log")
+        packed = self.client.enumerate(problems, output_space="log", packed=True)
+        for a, b in zip(explicit, packed):
+            self.assertEqual(a.offset, b.offset)
+            np.testing.assert_array_equal(a.probabilities, b.probabilities)
+
     def test_bad_request_is_invalid_argument_naming_the_field(self) -> None:
         with self.assertRaises(grpc.RpcError) as raised:
             self.client.gamma(np.array([1.0, -1.0]))
