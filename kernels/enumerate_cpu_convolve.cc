@@ -123,31 +123,34 @@ int64_t RoundDiv(int64_t a, int64_t b) {
 // round_up(kt, kLanes), q < J, in ascending q, in blocks (kInnerBlock steps
 // into registers, kOuterBlock into a middle sum, then the total), so that
 // each sum carries at most 64 + 64 + J / 4096 roundings. GCC's vector
-// extension: plain multiplies and adds (no contraction), SSE2 on x86-64.
-typedef double Vec4 __attribute__((vector_size(32)));
+// extension in SSE2's width (wider vectors spill on x86-64's baseline):
+// plain multiplies and adds, no contraction, the same bits everywhere.
+typedef double Vec2 __attribute__((vector_size(16)));
 void TileSums(const double* xr, int64_t J, const double* ys, int64_t kt,
               double* sums) {
-  constexpr int kVecs = kLanes / 4;
+  constexpr int kVecs = kLanes / 2;
   for (int64_t t0 = 0; t0 < kt; t0 += kLanes) {
-    Vec4 total[kVecs] = {};
+    Vec2 total[kVecs] = {};
     for (int64_t qo = 0; qo < J; qo += kOuterBlock) {
       const int64_t qo_end = std::min(J, qo + kOuterBlock);
-      Vec4 mid[kVecs] = {};
+      Vec2 mid[kVecs] = {};
       for (int64_t qi = qo; qi < qo_end; qi += kInnerBlock) {
         const int64_t qi_end = std::min(qo_end, qi + kInnerBlock);
-        Vec4 acc[kVecs] = {};
+        Vec2 acc[kVecs] = {};
         const double* y = ys + t0;
         for (int64_t q = qi; q < qi_end; ++q) {
-          const Vec4 xv = {xr[q], xr[q], xr[q], xr[q]};
-#pragma GCC unroll 4
+          const Vec2 xv = {xr[q], xr[q]};
+#pragma GCC unroll 8
           for (int v = 0; v < kVecs; ++v) {
-            Vec4 yv;
-            std::memcpy(&yv, y + q + 4 * v, sizeof(yv));
+            Vec2 yv;
+            std::memcpy(&yv, y + q + 2 * v, sizeof(yv));
             acc[v] += xv * yv;
           }
         }
+#pragma GCC unroll 8
         for (int v = 0; v < kVecs; ++v) mid[v] += acc[v];
       }
+#pragma GCC unroll 8
       for (int v = 0; v < kVecs; ++v) total[v] += mid[v];
     }
     std::memcpy(sums + t0, total, sizeof(total));
