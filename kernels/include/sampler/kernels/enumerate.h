@@ -11,8 +11,8 @@
 // passing up unchanged; every further level does the same to the previous
 // level's results, until one is left. (For terms t0..t4: ((t0 * t1) *
 // (t2 * t3)) * t4.) A sum of n terms is ceil(log2 n) levels of independent
-// pair convolutions, and the same total work as a left fold or less (for n
-// equal terms about half). The CUDA backend (cuda/enumerate.h) runs the same
+// pair convolutions, of about a left fold's total work (for n equal terms
+// about half of it). The CUDA backend (cuda/enumerate.h) runs the same
 // tree, a level of every problem of a batch at a time.
 //
 // PMFs need not be normalised: the result's total is the product of the
