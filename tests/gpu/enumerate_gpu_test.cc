@@ -480,10 +480,15 @@ TYPED_TEST(EnumerateGpuTest, SanitizerSmoke) {
     Problem<T> p;
     p.in = kSpaces[this->rng_() % 2];
     p.out = kSpaces[this->rng_() % 2];
-    const int nterms = static_cast<int>(UniformInt(this->rng_, 1, 4));
+    // The last three: trees of 5 to 11 short terms (levels that pass a
+    // node up, the third scratch buffer) under the sanitizers too.
+    const bool tree = i >= 7;
+    const int nterms =
+        static_cast<int>(UniformInt(this->rng_, tree ? 5 : 1, tree ? 11 : 4));
     for (int t = 0; t < nterms; ++t) {
       p.terms.push_back(RandomTerm<T>(
-          this->rng_, static_cast<int>(UniformInt(this->rng_, 1, 300)), true, 1,
+          this->rng_,
+          static_cast<int>(UniformInt(this->rng_, 1, tree ? 40 : 300)), true, 1,
           p.in));
     }
     batch.push_back(std::move(p));
