@@ -40,18 +40,20 @@
 // Accuracy. Double problems: DFMA into a block sum of at most 28 steps,
 // blocks added into the lane's accumulator, the butterfly in double: a
 // relative error of at most (28 + J / (28 G) + 5) double roundings per
-// output and step, J the pairs per output. Float problems, first step (both
-// operands float, the benchmarks' case): float FMA chains, two alternating
-// chains of at most 14 steps each, added (one more rounding) and promoted to
-// a double accumulator (every 28 steps or fewer); products of floats are
+// output and tree level, J the pairs per output. Float problems, pairs of
+// two terms (both operands float, the benchmarks' case): float FMA chains,
+// two alternating chains of at most 14 steps each, added (one more
+// rounding) and promoted to a double accumulator (every 28 steps or fewer);
+// products of floats are
 // exact in the FMA and every summand is non-negative, so a promoted block is
 // within 15 float roundings of its exact value, the double part adds nothing
 // visible and the final rounding to float one more: relative error <= 16 u +
 // O(u^2) = 9.5e-7 (u = 2^-24), guaranteed, at the price of one add, one
 // conversion and one double add per output per (up to) 28 FMAs. Float
-// problems' later steps, whose left operand is the double partial sum, use
-// the double path, so that the partial sums keep double's precision, as on
-// the CPU.
+// problems' pairs with a node of the tree (a double partial sum) use the
+// double path, so that the partial sums keep double's precision, as on the
+// CPU; a node carries its level-1 pairs' float error (at most 15 u, the
+// convolution of non-negative values adds no more), so the bound holds.
 //
 // Log space: an online log-sum-exp per output in double: each lane keeps the
 // largest pair so far and the sum of exp(pair - largest), rescaling when the
@@ -87,6 +89,7 @@ using enumerate_internal::DirectConfigDef;
 using enumerate_internal::FftProblem;
 using enumerate_internal::FftSignal;
 using enumerate_internal::kAInScratch;
+using enumerate_internal::kBInScratch;
 using enumerate_internal::kDirectConfigDefs;
 using enumerate_internal::kDstScratch;
 using enumerate_internal::kInLog;
@@ -201,7 +204,7 @@ struct DeviceArgs {
   uint32_t* status;
 };
 
-// An operand of a fold step: values (type T) or scratch (double).
+// An operand of a pair convolution: values (type T) or scratch (double).
 struct Operand {
   int64_t base;
   int32_t len;
@@ -257,7 +260,7 @@ __device__ __forceinline__ void TaskOf(const StepProblem* steps,
 __device__ __forceinline__ void Operands(const StepProblem& sp, Operand* x,
                                          Operand* y) {
   const Operand a{sp.a, sp.a_len, (sp.bits & kAInScratch) != 0};
-  const Operand b{sp.b, sp.b_len, false};
+  const Operand b{sp.b, sp.b_len, (sp.bits & kBInScratch) != 0};
   if (sp.a_len <= sp.b_len) {
     *x = a;
     *y = b;

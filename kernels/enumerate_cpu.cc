@@ -1,5 +1,6 @@
-// CPU enumeration: direct convolution, linear or log space, folded left to
-// right. See enumerate.h for the contract and the accuracy design.
+// CPU enumeration: validation, the pairwise tree and the conversions in and
+// out of the spaces; the pair convolutions are enumerate_cpu_convolve.cc.
+// See enumerate.h for the contract and the accuracy design.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "enumerate_cpu_convolve.h"
 #include "sampler/kernels/enumerate.h"
 
 namespace sampler::kernels {
@@ -20,8 +22,6 @@ namespace {
 // The name of a term's values in error messages; the server prefixes the
 // path of the problem.
 constexpr char kValuesField[] = "probabilities";
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 template <typename T>
 constexpr const char* TypeName() {
@@ -38,123 +38,92 @@ bool AddOverflows(int64_t a, int64_t b, int64_t* sum) {
   return false;
 }
 
-// Compensated (Neumaier) summation: the running sum plus the rounding errors
-// it has dropped, so that a sum of n non-negative terms is accurate to a few
-// ulps whatever n is (plain summation loses up to n ulps).
-struct NeumaierSum {
-  double sum = 0;
-  double compensation = 0;
-
-  void Add(double x) {
-    const double t = sum + x;
-    // The larger operand's low bits survive in t; recover the smaller's.
-    if (std::abs(sum) >= std::abs(x)) {
-      compensation += (sum - t) + x;
-    } else {
-      compensation += (x - t) + sum;
+// The pairwise tree over nodes (the terms, in order): each level combines
+// nodes 0 and 1, 2 and 3, ... and passes an odd last node up unchanged,
+// until one is left. `convolve(a, b, &r)` returns false when r is not
+// representable; so does the tree.
+template <typename Node, typename Convolve>
+bool ReduceTree(std::vector<Node>* nodes, Convolve convolve) {
+  while (nodes->size() > 1) {
+    const size_t n = nodes->size();
+    for (size_t i = 0; i + 1 < n; i += 2) {
+      Node r;
+      if (!convolve((*nodes)[i], (*nodes)[i + 1], &r)) return false;
+      (*nodes)[i / 2] = std::move(r);
     }
-    sum = t;
+    if (n % 2 == 1) (*nodes)[n / 2] = std::move((*nodes)[n - 1]);
+    nodes->resize((n + 1) / 2);
   }
-  double Total() const { return sum + compensation; }
-};
-
-// Index range of a in r_k = sum_j a_j b_{k-j}: max(0, k-n+1) .. min(m-1, k).
-struct PairRange {
-  size_t lo;
-  size_t hi;  // inclusive
-};
-PairRange Pairs(size_t k, size_t m, size_t n) {
-  return {k >= n - 1 ? k - (n - 1) : 0, std::min(m - 1, k)};
+  return true;
 }
 
-// One linear fold step, r = a * b. Summation in ascending j fixes the order.
-void ConvolveLinear(const std::vector<double>& a, const std::vector<double>& b,
-                    std::vector<double>* r) {
-  const size_t m = a.size(), n = b.size();
-  r->resize(m + n - 1);
-  for (size_t k = 0; k < m + n - 1; ++k) {
-    const PairRange range = Pairs(k, m, n);
-    NeumaierSum s;
-    for (size_t j = range.lo; j <= range.hi; ++j) s.Add(a[j] * b[k - j]);
-    (*r)[k] = s.Total();
-  }
-}
-
-// One log-space fold step, r = logsumexp-convolution of a and b. Inputs are
-// finite or -inf. Subtracting the largest pair m_k first keeps every exp in
-// (0, 1], so nothing overflows and the largest pair is never lost to
-// underflow; the largest pair's own term (exactly 1) is left out of the sum
-// and added back by log1p, which keeps the small remainder's precision.
-// An element whose pairs are all -inf (zero probability) stays exactly -inf;
-// one whose largest pair overflows is +inf, which the caller rejects.
-void ConvolveLog(const std::vector<double>& a, const std::vector<double>& b,
-                 std::vector<double>* r) {
-  const size_t m = a.size(), n = b.size();
-  r->resize(m + n - 1);
-  for (size_t k = 0; k < m + n - 1; ++k) {
-    const PairRange range = Pairs(k, m, n);
-    double max = -kInf;
-    size_t arg_max = range.lo;
-    for (size_t j = range.lo; j <= range.hi; ++j) {
-      const double v = a[j] + b[k - j];
-      if (v > max) {
-        max = v;
-        arg_max = j;
+// Whether a log-space problem has a value too large for the extended form.
+template <typename T>
+bool BeyondExtended(absl::Span<const PmfTerm<T>> terms) {
+  for (const PmfTerm<T>& term : terms) {
+    for (const T v : term.values) {
+      if (std::isfinite(v) && std::abs(static_cast<double>(v)) >
+                                  enumerate_internal::kMaxExtendedLog) {
+        return true;
       }
     }
-    if (!std::isfinite(max)) {
-      (*r)[k] = max;
-      continue;
-    }
-    NeumaierSum s;
-    for (size_t j = range.lo; j <= range.hi; ++j) {
-      if (j == arg_max) continue;
-      // exp(-inf) = 0 for the zero-probability pairs.
-      s.Add(std::exp((a[j] + b[k - j]) - max));
-    }
-    (*r)[k] = max + std::log1p(s.Total());
   }
+  return false;
 }
 
-// A term's values in double, in the space the fold computes in. -0.0 + 0.0
-// is +0.0, so a negative zero never reaches the output.
+// The sum's values in double, in space `out`, by the extended-range tree.
 template <typename T>
-void ToDouble(absl::Span<const T> values, ProbSpace in, bool log_path,
-              std::vector<double>* out) {
-  out->resize(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    const double v = static_cast<double>(values[i]);
-    if (in == ProbSpace::kLinear && log_path) {
-      (*out)[i] = v == 0 ? -kInf : std::log(v);
-    } else {
-      (*out)[i] = v + 0.0;
+std::vector<double> EnumerateExtended(absl::Span<const PmfTerm<T>> terms,
+                                      ProbSpace in, ProbSpace out) {
+  using enumerate_internal::ExtendedPmf;
+  std::vector<ExtendedPmf> nodes(terms.size());
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const absl::Span<const T> values = terms[t].values;
+    ExtendedPmf& node = nodes[t];
+    node.mantissa.resize(values.size());
+    node.exponent.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double v = static_cast<double>(values[i]);
+      if (in == ProbSpace::kLog) {
+        enumerate_internal::FromLog(v, &node.mantissa[i], &node.exponent[i]);
+      } else {
+        enumerate_internal::FromLinear(v, &node.mantissa[i], &node.exponent[i]);
+      }
     }
   }
+  ReduceTree(&nodes,
+             [](const ExtendedPmf& a, const ExtendedPmf& b, ExtendedPmf* r) {
+               enumerate_internal::ConvolveExtended(a, b, r);
+               return true;
+             });
+  const ExtendedPmf& sum = nodes[0];
+  std::vector<double> result(sum.size());
+  for (size_t k = 0; k < sum.size(); ++k) {
+    result[k] =
+        out == ProbSpace::kLog
+            ? enumerate_internal::ToLog(sum.mantissa[k], sum.exponent[k])
+            : enumerate_internal::ToLinear(sum.mantissa[k], sum.exponent[k]);
+  }
+  return result;
 }
 
-// The fold ((t0 * t1) * t2) ... in double, in linear or log space. Returns
-// false, leaving `acc` undefined, as soon as a partial sum has an element
-// that is not representable: +inf (or NaN from inf * 0) in linear space, +inf
-// in log space.
+// The same for log inputs beyond the extended form, in log space in double;
+// false if a partial sum overflows (+inf).
 template <typename T>
-bool Fold(absl::Span<const PmfTerm<T>> terms, ProbSpace in, bool log_path,
-          std::vector<double>* acc) {
-  std::vector<double> term, next;
-  ToDouble(terms[0].values, in, log_path, acc);
-  for (size_t t = 1; t < terms.size(); ++t) {
-    ToDouble(terms[t].values, in, log_path, &term);
-    if (log_path) {
-      ConvolveLog(*acc, term, &next);
-    } else {
-      ConvolveLinear(*acc, term, &next);
-    }
-    std::swap(*acc, next);
-    for (const double v : *acc) {
-      if (log_path ? v == kInf : !std::isfinite(v)) return false;
+bool EnumerateLogDouble(absl::Span<const PmfTerm<T>> terms, ProbSpace out,
+                        std::vector<double>* result) {
+  std::vector<std::vector<double>> nodes(terms.size());
+  for (size_t t = 0; t < terms.size(); ++t) {
+    // -0.0 + 0.0 is +0.0, so a negative zero never reaches the output.
+    for (const T v : terms[t].values) {
+      nodes[t].push_back(static_cast<double>(v) + 0.0);
     }
   }
-  // A lone term needs no check: validation admits only finite linear values
-  // and log values below +inf.
+  if (!ReduceTree(&nodes, enumerate_internal::ConvolveLog)) return false;
+  *result = std::move(nodes[0]);
+  if (out == ProbSpace::kLinear) {
+    for (double& v : *result) v = std::exp(v);
+  }
   return true;
 }
 
@@ -241,31 +210,20 @@ absl::StatusOr<Pmf<T>> EnumerateCpu(absl::Span<const PmfTerm<T>> terms,
   Pmf<T> result;
   for (const PmfTerm<T>& term : terms) result.offset += term.offset;
 
-  // Linear in and out stays linear: the most accurate path for values that
-  // do not underflow. Log space whenever either side is log.
-  bool log_path = in == ProbSpace::kLog || out == ProbSpace::kLog;
   std::vector<double> acc;
-  if (!Fold(terms, in, log_path, &acc)) {
-    if (log_path) {
+  if (in == ProbSpace::kLog && BeyondExtended(terms)) {
+    if (!EnumerateLogDouble(terms, out, &acc)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "terms: a log-probability of a partial sum overflows double"));
     }
-    // A linear partial sum left double's range (an unnormalised term with
-    // huge values, perhaps cancelled by a later term with tiny ones). Log
-    // space has no such limit; whether the answer fits is checked below.
-    log_path = true;
-    if (!Fold(terms, in, log_path, &acc)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "terms: a log-probability of a partial sum overflows double"));
-    }
+  } else {
+    acc = EnumerateExtended(terms, in, out);
   }
 
   result.values.resize(acc.size());
   for (size_t k = 0; k < acc.size(); ++k) {
-    double v = acc[k];
-    if (log_path && out == ProbSpace::kLinear) v = std::exp(v);
     // The one rounding to T for float.
-    const T rounded = static_cast<T>(v);
+    const T rounded = static_cast<T>(acc[k]);
     const bool representable =
         out == ProbSpace::kLinear
             ? std::isfinite(rounded)

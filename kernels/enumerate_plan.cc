@@ -1,8 +1,9 @@
 // Host planning of the CUDA enumeration (cuda/enumerate.h,
 // cuda/enumerate_plan.h): EnumerateBatchBuilder validates the problems,
 // routes them to the FFT or the direct path, splits the direct path into
-// fold steps grouped by kernel configuration, and lays the batch out in one
-// arena. Plain C++: the kernels and their launch are in enumerate.cu.
+// the pair convolutions of each problem's tree (enumerate.h), grouped by
+// tree level and kernel configuration, and lays the batch out in one arena.
+// Plain C++: the kernels and their launch are in enumerate.cu.
 #include "sampler/kernels/cuda/enumerate_plan.h"
 
 #include <algorithm>
@@ -62,6 +63,7 @@ using enumerate_internal::DirectConfigDef;
 using enumerate_internal::FftProblem;
 using enumerate_internal::FftSignal;
 using enumerate_internal::kAInScratch;
+using enumerate_internal::kBInScratch;
 using enumerate_internal::kDirectConfigDefs;
 using enumerate_internal::kDstScratch;
 using enumerate_internal::kInLog;
@@ -200,7 +202,7 @@ absl::Status EnumerateBatchBuilder<T>::PlanFft(int64_t* scratch_doubles) {
 
 template <typename T>
 void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
-  // Step problems grouped by launch: (step, kind, config, f32).
+  // Pair convolutions grouped by launch: (tree level, kind, config, f32).
   using Key = std::tuple<int, int, int, bool>;
   std::map<Key, std::vector<StepProblem>> groups;
   for (size_t p = 0; p < problems_.size(); ++p) {
@@ -220,63 +222,85 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
           sp);
       continue;
     }
-    // Scratch: two buffers of the longest intermediate partial sum.
-    int64_t half = 0;
-    if (pd.num_terms > 2) {
-      int64_t len = 1;
-      for (int32_t t = 0; t < pd.num_terms - 1; ++t) {
-        len += terms_[pd.first_term + t].length - 1;
-      }
-      half = len;
+    // The tree of enumerate.h. Scratch: three buffers of L doubles, L the
+    // sum of the terms' lengths. A node covering terms [i, j) lives at
+    // offset prefix(i) (the lengths of the terms before i) of its buffer,
+    // and is at most prefix(j) - prefix(i) long, so the nodes of a level
+    // never overlap. Level l writes buffer l % 2 and reads level l - 1's
+    // (the other), except the odd last node that a level passes up: it
+    // stays where it was written, to the right of every node written after
+    // it, and when a later level pairs it while it sits in that level's
+    // buffer, their node goes to the third buffer instead.
+    struct Node {
+      int64_t at;      // values index (a term) or scratch index
+      int64_t prefix;  // prefix(first term)
+      int32_t len;
+      int buffer;  // -1: a term in values
+    };
+    std::vector<Node> nodes;
+    int64_t total_len = 0;
+    for (int32_t t = 0; t < pd.num_terms; ++t) {
+      const Term& term = terms_[pd.first_term + t];
+      nodes.push_back({term.values, total_len, term.length, -1});
+      total_len += term.length;
     }
     const int64_t base = *scratch_doubles;
-    *scratch_doubles += 2 * half;
-    int64_t acc_len = terms_[pd.first_term].length;
-    for (int32_t s = 1; s < pd.num_terms; ++s) {
-      const Term& b = terms_[pd.first_term + s];
-      StepProblem sp;
-      sp.problem = static_cast<int32_t>(p);
-      sp.bits = space_bits;
-      if (s == 1) {
-        sp.a = terms_[pd.first_term].values;
-      } else {
-        sp.a = base + ((s - 1) & 1) * half;
-        sp.bits |= kAInScratch;
+    if (pd.num_terms > 2) *scratch_doubles += 3 * total_len;
+    std::vector<Node> next;
+    for (int level = 1; nodes.size() > 1; ++level) {
+      const bool root = nodes.size() == 2;
+      next.clear();
+      for (size_t i = 0; i + 1 < nodes.size(); i += 2) {
+        const Node& a = nodes[i];
+        const Node& b = nodes[i + 1];  // only b can be a passed-up node
+        Node r{0, a.prefix, a.len + b.len - 1, level % 2};
+        if (b.buffer == r.buffer) r.buffer = 2;
+        r.at = base + r.buffer * total_len + a.prefix;
+        StepProblem sp;
+        sp.problem = static_cast<int32_t>(p);
+        sp.bits = space_bits | (a.buffer >= 0 ? kAInScratch : 0u) |
+                  (b.buffer >= 0 ? kBInScratch : 0u);
+        sp.a = a.at;
+        sp.a_len = a.len;
+        sp.b = b.at;
+        sp.b_len = b.len;
+        if (root) {
+          sp.dst = prob.out_begin;
+        } else {
+          sp.dst = r.at;
+          sp.bits |= kDstScratch;
+        }
+        const int64_t lx = std::min(a.len, b.len);
+        const int64_t ly = std::max(a.len, b.len);
+        pairs_ += lx * ly;
+        Key key;
+        if (log_path) {
+          key = Key{level, static_cast<int>(LaunchKind::kLog),
+                    AutoLogConfig(lx), false};
+        } else {
+          const int config = options_.method == EnumerateMethod::kDirect &&
+                                     options_.direct_config >= 0 &&
+                                     options_.direct_config < kNumDirectConfigs
+                                 ? options_.direct_config
+                                 : AutoLinearConfig(lx, ly);
+          // Float products only where both operands are float terms: a
+          // node of the tree is a double partial sum.
+          const bool f32 =
+              std::is_same_v<T, float> && a.buffer < 0 && b.buffer < 0;
+          key = Key{level, static_cast<int>(LaunchKind::kLinear), config, f32};
+        }
+        groups[key].push_back(sp);
+        next.push_back(r);
       }
-      sp.a_len = static_cast<int32_t>(acc_len);
-      sp.b = b.values;
-      sp.b_len = b.length;
-      if (s == pd.num_terms - 1) {
-        sp.dst = prob.out_begin;
-      } else {
-        sp.dst = base + (s & 1) * half;
-        sp.bits |= kDstScratch;
-      }
-      const int64_t lx = std::min<int64_t>(acc_len, b.length);
-      const int64_t ly = std::max<int64_t>(acc_len, b.length);
-      pairs_ += lx * ly;
-      Key key;
-      if (log_path) {
-        key = Key{s, static_cast<int>(LaunchKind::kLog), AutoLogConfig(lx),
-                  false};
-      } else {
-        const int config = options_.method == EnumerateMethod::kDirect &&
-                                   options_.direct_config >= 0 &&
-                                   options_.direct_config < kNumDirectConfigs
-                               ? options_.direct_config
-                               : AutoLinearConfig(lx, ly);
-        const bool f32 = std::is_same_v<T, float> && s == 1;
-        key = Key{s, static_cast<int>(LaunchKind::kLinear), config, f32};
-      }
-      groups[key].push_back(sp);
-      acc_len += b.length - 1;
+      if (nodes.size() % 2 == 1) next.push_back(nodes.back());
+      std::swap(nodes, next);
     }
   }
-  // std::map orders by step first, so a step's launches follow the last
-  // step's: the stream runs them in fold order.
+  // std::map orders by level first, so a level's launches follow the last
+  // level's: the stream runs the tree bottom up.
   for (auto& [key, sps] : groups) {
     Launch l;
-    l.step = std::get<0>(key);
+    l.level = std::get<0>(key);
     l.kind = static_cast<LaunchKind>(std::get<1>(key));
     l.config = std::get<2>(key);
     l.f32 = std::get<3>(key);
@@ -390,13 +414,13 @@ std::string EnumerateBatchBuilder<T>::DescribeLaunches() const {
         absl::StrAppend(&s, "copy x", l.sp_count, "; ");
         break;
       case LaunchKind::kLinear:
-        absl::StrAppend(&s, "step ", l.step, " linear ",
+        absl::StrAppend(&s, "level ", l.level, " linear ",
                         kDirectConfigs[l.config].name, l.f32 ? " f32" : " f64",
                         " problems ", l.sp_count, " tasks ", l.task_count,
                         "; ");
         break;
       case LaunchKind::kLog:
-        absl::StrAppend(&s, "step ", l.step, " log g", kLogGroups[l.config],
+        absl::StrAppend(&s, "level ", l.level, " log g", kLogGroups[l.config],
                         " problems ", l.sp_count, " tasks ", l.task_count,
                         "; ");
         break;

@@ -4,8 +4,12 @@
 // enumerate_gpu_test.cc, whose binary runs nothing without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -129,8 +133,8 @@ std::vector<T> Uniform(int n) {
   return std::vector<T>(n, T(1) / T(n));
 }
 
-// The launch list: copies for one-term problems, one launch per fold step
-// and configuration in step order, log space apart; a problem's launch is
+// The launch list: copies for one-term problems, one launch per tree level
+// and configuration in level order, log space apart; a problem's launch is
 // chosen from its own sizes, whatever else is in the batch.
 TYPED_TEST(EnumerateCudaHostTest, LaunchList) {
   using T = TypeParam;
@@ -145,7 +149,7 @@ TYPED_TEST(EnumerateCudaHostTest, LaunchList) {
       EnumerateDirectConfigs()[AutoLinearConfig(10, 100)].name;
   const std::string f = std::is_same_v<T, float> ? " f32" : " f64";
   EXPECT_EQ(alone.DescribeLaunches(),
-            "step 1 linear " + name + f + " problems 1 tasks 2; ");
+            "level 1 linear " + name + f + " problems 1 tasks 2; ");
   EXPECT_EQ(alone.ScratchBytes(), 0u);  // two terms: no partial sum
   EXPECT_EQ(alone.ArenaBytes() % 256, 0u);
 
@@ -162,14 +166,235 @@ TYPED_TEST(EnumerateCudaHostTest, LaunchList) {
   ASSERT_TRUE(mixed.Finish().ok());
   // 109 outputs in tiles of 80 (g1r5x2q1), 19 in one of 32 (g1), 118 in 4.
   EXPECT_EQ(mixed.DescribeLaunches(),
-            "copy x1; step 1 linear " + name + f +
-                " problems 1 tasks 2; step 1 log g1 problems 1 tasks 1; "
-                "step 2 log g1 problems 1 tasks 4; ");
+            "copy x1; level 1 linear " + name + f +
+                " problems 1 tasks 2; level 1 log g1 problems 1 tasks 1; "
+                "level 2 log g1 problems 1 tasks 4; ");
   EXPECT_GT(mixed.ScratchBytes(), 0u);
   EXPECT_EQ(mixed.ScratchBytes() % 256, 0u);
   EXPECT_EQ(mixed.ArenaBytes() % 256, 0u);
   EXPECT_EQ(mixed.total_out(), 3 + 109 + 118);
   EXPECT_EQ(mixed.pair_count(), 10 * 100 + (10 * 10 + 19 * 100));
+}
+
+// The tree's shape: five terms are three levels, (t0 t1) and (t2 t3), then
+// their pair, then that with t4; scratch is three buffers of the lengths'
+// sum.
+TYPED_TEST(EnumerateCudaHostTest, TreeLevels) {
+  using T = TypeParam;
+  const std::vector<T> v = Uniform<T>(10);
+  EnumerateBatchBuilder<T> b;
+  ASSERT_TRUE(b.Add({{0, v}, {0, v}, {0, v}, {0, v}, {0, v}}, ProbSpace::kLog,
+                    ProbSpace::kLog)
+                  .ok());
+  ASSERT_TRUE(b.Finish().ok());
+  EXPECT_EQ(b.DescribeLaunches(),
+            "level 1 log g1 problems 2 tasks 2; level 2 log g1 problems 1 "
+            "tasks 2; level 3 log g1 problems 1 tasks 2; ");
+  EXPECT_EQ(b.pair_count(), 2 * 10 * 10 + 19 * 19 + 10 * 37);
+  EXPECT_EQ(b.ScratchBytes(), (3 * 50 * sizeof(double) + 255) / 256 * 256);
+}
+
+// The planned launches run on the host by an interpreter of the kernels'
+// contract (each step problem dst = a (*) b, operands from values or
+// scratch, linear or log as its launch): no launch of a level writes scratch
+// that the level reads or writes elsewhere, every scratch access is inside
+// ScratchBytes(), and the results match EnumerateCpu. This checks the
+// planner's tree and scratch layout without a GPU.
+template <typename T>
+class Interpreter {
+ public:
+  explicit Interpreter(const EnumerateBatchBuilder<T>& b)
+      : arena_(b.ArenaBytes()),
+        scratch_(b.ScratchBytes() / sizeof(double),
+                 std::numeric_limits<double>::quiet_NaN()),
+        out_(b.total_out(), std::numeric_limits<T>::quiet_NaN()) {
+    b.PackInto(arena_.data());
+    batch_ = b.View(arena_.data(), out_.data(), nullptr, scratch_.data(),
+                    b.ScratchBytes());
+  }
+
+  const std::vector<T>& Run() {
+    const auto* steps =
+        reinterpret_cast<const StepProblem*>(arena_.data() + batch_.steps_at);
+    const std::vector<Launch>& launches = *batch_.launches;
+    for (size_t l0 = 0; l0 < launches.size();) {
+      size_t l1 = l0;
+      while (l1 < launches.size() && launches[l1].level == launches[l0].level) {
+        ++l1;
+      }
+      RunLevel(steps, launches, l0, l1);
+      l0 = l1;
+    }
+    return out_;
+  }
+
+ private:
+  using Launch = enumerate_internal::Launch;
+  using StepProblem = enumerate_internal::StepProblem;
+  struct Range {
+    int64_t begin, end;
+  };
+
+  // Launches [l0, l1): one level, all reads before any write.
+  void RunLevel(const StepProblem* steps, const std::vector<Launch>& launches,
+                size_t l0, size_t l1) {
+    std::vector<Range> reads, writes;
+    std::vector<std::pair<const StepProblem*, bool>> work;  // (sp, log)
+    for (size_t l = l0; l < l1; ++l) {
+      for (int64_t i = 0; i < launches[l].sp_count; ++i) {
+        const StepProblem& sp = steps[launches[l].sp_begin + i];
+        work.push_back({&sp, launches[l].kind == LaunchKind::kLog});
+        if (launches[l].kind == LaunchKind::kCopy) continue;
+        if (sp.bits & enumerate_internal::kAInScratch) {
+          reads.push_back({sp.a, sp.a + sp.a_len});
+        }
+        if (sp.bits & enumerate_internal::kBInScratch) {
+          reads.push_back({sp.b, sp.b + sp.b_len});
+        }
+        if (sp.bits & enumerate_internal::kDstScratch) {
+          writes.push_back({sp.dst, sp.dst + sp.a_len + sp.b_len - 1});
+        }
+      }
+    }
+    const int64_t size = static_cast<int64_t>(scratch_.size());
+    for (const Range& r : reads) {
+      EXPECT_TRUE(r.begin >= 0 && r.end <= size) << r.begin << " " << r.end;
+    }
+    for (size_t w = 0; w < writes.size(); ++w) {
+      const Range& x = writes[w];
+      EXPECT_TRUE(x.begin >= 0 && x.end <= size) << x.begin << " " << x.end;
+      for (const Range& r : reads) {
+        EXPECT_TRUE(x.end <= r.begin || r.end <= x.begin)
+            << "level " << launches[l0].level << " writes [" << x.begin << ", "
+            << x.end << ") over a read [" << r.begin << ", " << r.end << ")";
+      }
+      for (size_t v = w + 1; v < writes.size(); ++v) {
+        EXPECT_TRUE(x.end <= writes[v].begin || writes[v].end <= x.begin);
+      }
+    }
+    if (::testing::Test::HasFailure()) return;
+    std::vector<std::vector<double>> results;
+    for (const auto& [sp, log] : work) results.push_back(Convolve(*sp, log));
+    for (size_t i = 0; i < work.size(); ++i) Write(*work[i].first, results[i]);
+  }
+
+  // An operand in the launch's space (log values for log launches).
+  std::vector<double> Operand(int64_t at, int32_t len, bool scratch,
+                              bool in_log, bool log) const {
+    const T* values =
+        reinterpret_cast<const T*>(arena_.data() + batch_.values_at);
+    std::vector<double> v(len);
+    for (int32_t i = 0; i < len; ++i) {
+      if (scratch) {
+        v[i] = scratch_[at + i];
+      } else {
+        const double x = static_cast<double>(values[at + i]);
+        v[i] = log && !in_log ? std::log(x) : x;
+      }
+    }
+    return v;
+  }
+
+  std::vector<double> Convolve(const StepProblem& sp, bool log) const {
+    const bool in_log = sp.bits & enumerate_internal::kInLog;
+    const std::vector<double> b = Operand(
+        sp.b, sp.b_len, sp.bits & enumerate_internal::kBInScratch, in_log, log);
+    if (sp.a_len == 0) return b;  // a copy
+    const std::vector<double> a = Operand(
+        sp.a, sp.a_len, sp.bits & enumerate_internal::kAInScratch, in_log, log);
+    std::vector<double> r(a.size() + b.size() - 1);
+    for (size_t k = 0; k < r.size(); ++k) {
+      long double s = 0;
+      for (size_t j = 0; j < a.size(); ++j) {
+        if (k < j || k - j >= b.size()) continue;
+        s += log ? std::exp(static_cast<long double>(a[j]) + b[k - j])
+                 : static_cast<long double>(a[j]) * b[k - j];
+      }
+      r[k] = static_cast<double>(log ? std::log(s) : s);
+    }
+    return r;
+  }
+
+  void Write(const StepProblem& sp, const std::vector<double>& r) {
+    const bool in_log = sp.bits & enumerate_internal::kInLog;
+    const bool out_log = sp.bits & enumerate_internal::kOutLog;
+    if (sp.a_len == 0) {  // a copy: the term converted between spaces
+      for (size_t i = 0; i < r.size(); ++i) {
+        const double v = in_log == out_log ? r[i]
+                         : in_log          ? std::exp(r[i])
+                                           : std::log(r[i]);
+        out_[sp.dst + i] = static_cast<T>(v);
+      }
+      return;
+    }
+    const bool log = (sp.bits & (enumerate_internal::kInLog |
+                                 enumerate_internal::kOutLog)) != 0;
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (sp.bits & enumerate_internal::kDstScratch) {
+        scratch_[sp.dst + i] = r[i];
+      } else {
+        out_[sp.dst + i] =
+            static_cast<T>(log && !out_log ? std::exp(r[i]) : r[i]);
+      }
+    }
+  }
+
+  std::vector<unsigned char> arena_;
+  std::vector<double> scratch_;
+  std::vector<T> out_;
+  EnumerateBatch<T> batch_;
+};
+
+TYPED_TEST(EnumerateCudaHostTest, PlannedTreeComputesTheSum) {
+  using T = TypeParam;
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<std::vector<T>>> problems;
+  std::vector<std::pair<ProbSpace, ProbSpace>> spaces;
+  EnumerateBatchBuilder<T> b;
+  for (int p = 0; p < 40; ++p) {
+    const int nterms = 1 + static_cast<int>(rng() % (p < 30 ? 12 : 70));
+    const ProbSpace in = rng() % 2 ? ProbSpace::kLog : ProbSpace::kLinear;
+    const ProbSpace out = rng() % 2 ? ProbSpace::kLog : ProbSpace::kLinear;
+    std::vector<std::vector<T>> terms;
+    for (int t = 0; t < nterms; ++t) {
+      std::vector<T> v(1 + rng() % 9);
+      for (T& x : v) {
+        const double u =
+            0.05 + 0.95 * static_cast<double>(rng() >> 11) * 0x1p-53;
+        x = static_cast<T>(in == ProbSpace::kLog ? std::log(u) : u);
+      }
+      terms.push_back(std::move(v));
+    }
+    std::vector<PmfTerm<T>> views;
+    for (const std::vector<T>& v : terms) views.push_back({0, v});
+    ASSERT_TRUE(b.Add(views, in, out).ok());
+    problems.push_back(std::move(terms));
+    spaces.push_back({in, out});
+  }
+  ASSERT_TRUE(b.Finish().ok());
+  Interpreter<T> interpreter(b);
+  const std::vector<T>& got = interpreter.Run();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-12;
+  for (size_t p = 0; p < problems.size(); ++p) {
+    std::vector<PmfTerm<T>> views;
+    for (const std::vector<T>& v : problems[p]) views.push_back({0, v});
+    absl::StatusOr<Pmf<T>> cpu =
+        EnumerateCpu<T>(views, spaces[p].first, spaces[p].second);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    const EnumerateProblem& prob = b.problems()[p];
+    ASSERT_EQ(static_cast<size_t>(prob.out_length), cpu->values.size());
+    for (int64_t k = 0; k < prob.out_length; ++k) {
+      const double g = static_cast<double>(got[prob.out_begin + k]);
+      const double c = static_cast<double>(cpu->values[k]);
+      if (spaces[p].second == ProbSpace::kLog) {
+        EXPECT_NEAR(g, c, tol * (1 + std::abs(c)))
+            << "problem " << p << " element " << k;
+      } else {
+        EXPECT_NEAR(g, c, tol * c) << "problem " << p << " element " << k;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // GPU enumeration (kernels/enumerate.cu) against its CPU twin EnumerateCpu
 // and a long double reference, on fresh random segmented batches (the seed
 // is printed with every failure): lengths 1 to 2048 (multiples of 32 and
-// not), 1 to 8 terms, offsets of both signs, linear and log input and output,
+// not), 1 to 8 terms (and long problems of up to 4000), offsets of both
+// signs, linear and log input and output,
 // float and double, every direct-kernel configuration, the FFT path.
 // Outputs are poisoned before each launch (NaN bytes, plus guard elements
 // past the batch's end), so unwritten or stray elements show up; runs are
@@ -479,10 +480,15 @@ TYPED_TEST(EnumerateGpuTest, SanitizerSmoke) {
     Problem<T> p;
     p.in = kSpaces[this->rng_() % 2];
     p.out = kSpaces[this->rng_() % 2];
-    const int nterms = static_cast<int>(UniformInt(this->rng_, 1, 4));
+    // The last three: trees of 5 to 11 short terms (levels that pass a
+    // node up, the third scratch buffer) under the sanitizers too.
+    const bool tree = i >= 7;
+    const int nterms =
+        static_cast<int>(UniformInt(this->rng_, tree ? 5 : 1, tree ? 11 : 4));
     for (int t = 0; t < nterms; ++t) {
       p.terms.push_back(RandomTerm<T>(
-          this->rng_, static_cast<int>(UniformInt(this->rng_, 1, 300)), true, 1,
+          this->rng_,
+          static_cast<int>(UniformInt(this->rng_, 1, tree ? 40 : 300)), true, 1,
           p.in));
     }
     batch.push_back(std::move(p));
@@ -589,6 +595,99 @@ TYPED_TEST(EnumerateGpuTest, LogSpaceWhereLinearUnderflows) {
       EXPECT_NEAR(static_cast<double>(got->values[p][k]),
                   static_cast<double>(r), tol)
           << "problem " << p << " element " << k << " " << this->Trace();
+    }
+  }
+}
+
+// Long problems: the tree of up to 4000 terms, every level of every problem
+// in one launch per configuration. Poisson-binomials of 100 to 4000 terms
+// (tails near 1e-2900) and random problems of up to 400 terms, every space
+// combination, against EnumerateCpu (the same tree in extended range, far
+// more accurate than these bounds). Linear path: 1e-6 / 1e-12 relative where
+// the value is well inside T's range (double partial sums underflow in the
+// tails: elsewhere an absolute 1e-300 / 1e-37); log path: 8 * levels * (L +
+// 4 + J) * 2^-53 in the log value (relative in probability), L the terms'
+// log magnitudes summed, J the result's length, plus the rounding to T.
+TYPED_TEST(EnumerateGpuTest, LongProblemsMatchCpuTree) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const ProbSpace kSpaces[] = {ProbSpace::kLinear, ProbSpace::kLog};
+  std::vector<Problem<T>> batch;
+  for (const int n : {100, 1000, 4000}) {
+    for (const ProbSpace in : kSpaces) {
+      for (const ProbSpace out : kSpaces) {
+        Problem<T> p;
+        p.in = in;
+        p.out = out;
+        for (int t = 0; t < n; ++t) {
+          const double q =
+              (static_cast<double>(this->rng_() >> 11) + 0.5) * 0x1p-53;
+          TermData<T> term;
+          term.values =
+              in == ProbSpace::kLog
+                  ? std::vector<T>{static_cast<T>(std::log1p(-q)),
+                                   static_cast<T>(std::log(q))}
+                  : std::vector<T>{static_cast<T>(1 - q), static_cast<T>(q)};
+          p.terms.push_back(std::move(term));
+        }
+        batch.push_back(std::move(p));
+      }
+    }
+  }
+  for (int r = 0; r < 8; ++r) {
+    Problem<T> p;
+    p.in = kSpaces[r % 2];
+    p.out = kSpaces[(r / 2) % 2];
+    const int n = static_cast<int>(UniformInt(this->rng_, 50, 400));
+    for (int t = 0; t < n; ++t) {
+      p.terms.push_back(RandomTerm<T>(
+          this->rng_, static_cast<int>(UniformInt(this->rng_, 1, 8)), true, 1,
+          p.in));
+    }
+    batch.push_back(std::move(p));
+  }
+  absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {}, nullptr, 2);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+  for (size_t p = 0; p < batch.size(); ++p) {
+    const Problem<T>& prob = batch[p];
+    const std::string name = absl::StrCat(
+        "problem ", p, " (", prob.terms.size(), " terms, in ",
+        prob.in == ProbSpace::kLog ? "log" : "lin", " out ",
+        prob.out == ProbSpace::kLog ? "log" : "lin", ") ", this->Trace());
+    EXPECT_EQ(got->status[p], 0u) << name;
+    absl::StatusOr<Pmf<T>> cpu =
+        EnumerateCpu<T>(Terms(prob), prob.in, prob.out);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_EQ(got->values[p].size(), cpu->values.size()) << name;
+    int levels = 0;
+    while ((size_t{1} << levels) < prob.terms.size()) ++levels;
+    // Pairs per output: at most the result's length.
+    size_t pairs = 1;
+    for (const TermData<T>& t : prob.terms) pairs += t.values.size() - 1;
+    const double log_tol =
+        8.0 * levels * (LogMagnitudeBound(prob) + 4 + pairs) * 0x1p-53;
+    const bool linear_path =
+        prob.in == ProbSpace::kLinear && prob.out == ProbSpace::kLinear;
+    const double tiny = std::is_same_v<T, float> ? 1e-30 : 1e-280;
+    int failures = 0;
+    for (size_t k = 0; k < cpu->values.size() && failures < 5; ++k) {
+      const double g = static_cast<double>(got->values[p][k]);
+      const double c = static_cast<double>(cpu->values[k]);
+      bool ok;
+      if (prob.out == ProbSpace::kLog) {
+        ok = std::abs(g - c) <= log_tol + Eps<T>() * (1 + std::abs(c));
+      } else if (c < tiny) {
+        ok = std::abs(g - c) <= (std::is_same_v<T, float> ? 1e-37 : 1e-300);
+      } else {
+        const double tol =
+            linear_path ? LinearTolerance<T>() : log_tol + Eps<T>();
+        ok = std::abs(g - c) <= tol * c;
+      }
+      if (!ok) {
+        ++failures;
+        ADD_FAILURE() << name << " element " << k << ": gpu " << g << ", cpu "
+                      << c << " (log tolerance " << log_tol << ")";
+      }
     }
   }
 }

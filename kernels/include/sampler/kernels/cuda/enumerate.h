@@ -48,10 +48,12 @@
 // Accuracy against the long double reference, per element where the
 // reference is not zero (the tests check these): linear space, float:
 // relative <= 1e-6 (the proof in enumerate.cu gives 16 float roundings,
-// 9.5e-7); double: relative <= 1e-12 for problems whose fold has at most 8
-// steps of at most 16384 pairs per output. Log space: as EnumerateCpu's
-// documented bound (double internals). Exact zeros (-inf) where no pair has
-// non-zero probability, as on the CPU.
+// 9.5e-7); double: relative <= 1e-12 for problems whose tree has at most 8
+// levels of at most 16384 pairs per output. Log space (an online
+// log-sum-exp in double, not the CPU's extended-range linear form): an
+// absolute error in the log value (relative in probability) of a few ulps
+// of the log values' magnitude per tree level. Exact zeros (-inf) where no
+// pair has non-zero probability, as on the CPU.
 //
 // Results that do not fit: a problem whose linear result has a non-finite
 // element, or whose log result has +inf, gets kEnumerateStatusNonFinite in
@@ -143,16 +145,17 @@ struct EnumerateProblem {
 namespace enumerate_internal {
 
 // Bits of StepProblem::bits.
-inline constexpr uint32_t kAInScratch = 1u;  // left operand: scratch (double)
-inline constexpr uint32_t kDstScratch = 2u;  // result: scratch (double)
-inline constexpr uint32_t kInLog = 4u;       // term values are log-probs
-inline constexpr uint32_t kOutLog = 8u;      // final result in log space
+inline constexpr uint32_t kAInScratch = 1u;   // left operand: scratch (double)
+inline constexpr uint32_t kDstScratch = 2u;   // result: scratch (double)
+inline constexpr uint32_t kInLog = 4u;        // term values are log-probs
+inline constexpr uint32_t kOutLog = 8u;       // final result in log space
+inline constexpr uint32_t kBInScratch = 16u;  // right operand: scratch (double)
 
-// One fold step of one problem: dst = a (*) b, where a is the partial sum
-// so far (the first term, or scratch) and b the next term.
+// One pair convolution of a level of one problem's tree: dst = a (*) b,
+// each operand a term (in values) or a node of an earlier level (scratch).
 struct StepProblem {
   int64_t a;    // first element of a: in values, or in scratch
-  int64_t b;    // first element of b in values
+  int64_t b;    // first element of b: in values, or in scratch
   int64_t dst;  // first element of the result: in out, or in scratch
   int32_t a_len;
   int32_t b_len;
@@ -169,12 +172,13 @@ struct Task {
 enum class LaunchKind : int32_t { kCopy, kLinear, kLog, kFft };
 
 // One kernel launch (host side), over a contiguous range of step problems
+// (pair convolutions of one tree level)
 // and (for kLinear / kLog with several tiles per problem) of tasks.
 struct Launch {
   LaunchKind kind = LaunchKind::kLinear;
-  int config = 0;    // kLinear: direct config; kLog: log config
-  bool f32 = false;  // kLinear: float products (both operands float)
-  int step = 0;
+  int config = 0;        // kLinear: direct config; kLog: log config
+  bool f32 = false;      // kLinear: float products (both operands float)
+  int level = 0;         // of the tree (0: the copies)
   int64_t sp_begin = 0;  // in the arena's StepProblem array
   int64_t sp_count = 0;
   int64_t task_begin = 0;  // in the arena's Task array; -1: task = sp
@@ -266,8 +270,8 @@ class EnumerateFftPlans {
 
 // ---------------------------------------------------------- launch ----
 
-// Enqueues the batch on `stream`: zeroes the status words, then the fold
-// steps' kernels in order (and the FFT path's transforms). `fft` is needed
+// Enqueues the batch on `stream`: zeroes the status words, then the tree
+// levels' kernels bottom up (and the FFT path's transforms). `fft` is needed
 // only when the batch has FFT problems (Prepare()d for it). Errors are
 // launch errors and missing or short scratch; per-problem results arrive in
 // the status words.
