@@ -176,6 +176,22 @@ TYPED_TEST(EnumerateCudaHostTest, LaunchList) {
   EXPECT_EQ(mixed.pair_count(), 10 * 100 + (10 * 10 + 19 * 100));
 }
 
+// Float products only for a two-term problem (the pair is the whole sum):
+// in a longer tree a leaf's float rounding would compound through every
+// level above it, so its leaves are double products like every other node.
+TYPED_TEST(EnumerateCudaHostTest, FloatProductsOnlyForTheWholeSum) {
+  using T = TypeParam;
+  const std::vector<T> v = Uniform<T>(10);
+  EnumerateBatchBuilder<T> b;
+  ASSERT_TRUE(b.Add({{0, v}, {0, v}, {0, v}, {0, v}}, ProbSpace::kLinear,
+                    ProbSpace::kLinear)
+                  .ok());
+  ASSERT_TRUE(b.Finish().ok());
+  const std::string described = b.DescribeLaunches();
+  EXPECT_EQ(described.find(" f32"), std::string::npos) << described;
+  EXPECT_NE(described.find("level 1 linear"), std::string::npos) << described;
+}
+
 // The tree's shape: five terms are three levels, (t0 t1) and (t2 t3), then
 // their pair, then that with t4; scratch is three buffers of the lengths'
 // sum.
