@@ -204,6 +204,10 @@ struct BatcherOptions {
   // since nothing would be launched meanwhile. Batches still grow under
   // load, while one executes.
   bool close_when_idle = true;
+  // Let the backend run a batch closed on a request's own thread right there
+  // when it can (Backend::RunHere): no hand-off, but the requests that one
+  // gRPC thread reads together are then served one after the other.
+  bool run_here = true;
 };
 
 template <typename JobT>
@@ -421,7 +425,7 @@ class Batcher {
       Complete(*jobs, items, result);
     };
     AnyBatch any(std::move(batch));
-    if (here && backend_->RunHere(any, done)) return;
+    if (here && options_.run_here && backend_->RunHere(any, done)) return;
     backend_->Run(std::move(any), std::move(done));
   }
 

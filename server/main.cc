@@ -74,6 +74,10 @@ ABSL_FLAG(bool, close_batch_when_idle, true,
           "... or at once when no batch of its kind is executing (CPU "
           "backend: fewer than its threads; waiting would only add "
           "latency; batches still grow under load)");
+ABSL_FLAG(bool, run_small_batches_inline, true,
+          "CPU backend: a batch of under about 0.1 ms of work that closes "
+          "when its request arrives runs on that request's gRPC thread (no "
+          "hand-off to a worker thread)");
 ABSL_FLAG(int64_t, max_queued_items, int64_t{1} << 26,
           "Work items waiting in all queues together; beyond this new "
           "requests get RESOURCE_EXHAUSTED");
@@ -301,6 +305,7 @@ int Run(ShutdownWatchdog& watchdog) {
   options.batcher.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
   options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
+  options.batcher.run_here = absl::GetFlag(FLAGS_run_small_batches_inline);
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
   options.auth = auth;
   options.stream_stall_timeout = absl::GetFlag(FLAGS_stream_stall_timeout);

@@ -17,4 +17,5 @@ strip --strip-debug "$dest"/sampler-server "$dest"/sampler-loadgen \
   "$dest"/samplerctl "$dest"/integration_test "$dest"/*_gpu_test \
   "$dest"/floor-server "$dest"/frames
 cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
-  "$root/bench/service/report.py" "$root/bench/service/floor.sh" "$dest/"
+  "$root/bench/service/report.py" "$root/bench/service/floor.sh" \
+  "$root/bench/service/small_rounds.sh" "$dest/"

@@ -474,6 +474,18 @@ TEST_F(BatcherTest, AnIdleBatcherHandsTheBatchOverOnTheEnqueuingThread) {
   EXPECT_EQ(backend.here_threads().size(), 1u);
   backend.SetAuto(true);
   ASSERT_TRUE(late->Wait());
+
+  // --run_small_batches_inline=false: handed over with Run, still from the
+  // enqueuing thread.
+  BatcherOptions handoff = Options(1 << 20, kForever, /*close_when_idle=*/true);
+  handoff.run_here = false;
+  BoundedBatcher<> no_here(handoff, &budget_, &backend, &metrics_);
+  auto handed = std::make_shared<Outcome>();
+  ASSERT_TRUE(no_here->Enqueue(MakeJob(3, 5, handed)).ok());
+  ASSERT_EQ(backend.run_threads().size(), 2u);
+  EXPECT_EQ(backend.run_threads()[1], std::this_thread::get_id());
+  EXPECT_EQ(backend.here_threads().size(), 1u);
+  ASSERT_TRUE(handed->Wait());
 }
 
 // EagerBatches: with close_when_idle, batches close at once while fewer
