@@ -5,9 +5,9 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb.
+# service floor multi wire pb small.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -110,6 +110,21 @@ fi
 if want pb; then
   ./poisson_binomial.sh . "$work/pb" > "$work/pb.log" 2>&1
   summary "poisson binomial bench: rc=$? $(tail -1 "$work/pb.log")"
+fi
+
+# Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor,
+# the CPU backend with and without --run_small_batches_inline, the CUDA
+# backend, alone and with --cpu_below_items=257 (a lone 256-sample request
+# on the CPU, batches of two or more on the GPU). About 2 minutes.
+if want small; then
+  SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
+    H2LOAD_THREADS=4 ROUNDS=2 DURATION=4 ./small_rounds.sh . "$work/small" \
+    floor=./floor-server cpu=./sampler-server:--backend=cpu,--metrics_listen= \
+    cpu_handoff=./sampler-server:--backend=cpu,--metrics_listen=,--run_small_batches_inline=false \
+    cuda=./sampler-server:--backend=cuda,--metrics_listen= \
+    cuda_cpu257=./sampler-server:--backend=cuda,--metrics_listen=,--cpu_below_items=257 \
+    > "$work/small.log" 2>&1
+  summary "small requests: rc=$? $(tail -11 "$work/small.log" | tr '\n' ';')"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .

@@ -70,6 +70,21 @@ class Backend {
   // A Batch<JobT> converts to AnyBatch implicitly.
   virtual void Run(AnyBatch batch, BatchDone done) = 0;
 
+  // Batches that may execute at once before a batcher with close_when_idle
+  // holds its next batch back so that it grows (batcher.h): 1 by default,
+  // for a GPU, where one larger launch beats several small ones.
+  virtual int EagerBatches() const { return 1; }
+
+  // Runs the batch on the calling thread, calling `done` before returning,
+  // and returns true, when the backend can do so at about the cost of a
+  // hand-off (the CPU backend: a batch of one task's work); otherwise
+  // returns false and leaves `batch` and `done` untouched (call Run). The
+  // batcher tries it for a batch closed on a request's own thread, so that
+  // a small request is served without a thread hop.
+  virtual bool RunHere(AnyBatch& /*batch*/, BatchDone& /*done*/) {
+    return false;
+  }
+
   // Bytes in the device memory pools by state ("used", "reserved"), per
   // device, for the sampler_device_pool_bytes gauge. Empty on the CPU.
   struct PoolBytes {

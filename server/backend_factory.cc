@@ -1,7 +1,9 @@
 #include "server/backend_factory.h"
 
 #include <algorithm>
+#include <memory>
 #include <thread>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,7 @@
 #include "server/cpu_backend.h"
 #if SAMPLER_WITH_CUDA_BACKEND
 #include "server/cuda_backend.h"
+#include "server/small_on_cpu.h"
 #endif
 
 namespace sampler::server {
@@ -26,6 +29,18 @@ absl::StatusOr<std::unique_ptr<Backend>> Cpu(const BackendOptions& options,
 }
 
 #if SAMPLER_WITH_CUDA_BACKEND
+// --cpu_below_items: a CPU backend beside the GPU's for small batches.
+absl::StatusOr<std::unique_ptr<Backend>> WithSmallOnCpu(
+    const BackendOptions& options, std::unique_ptr<Backend> main) {
+  if (options.cpu_below_items <= 0) return main;
+  SAMPLER_ASSIGN_OR_RETURN(
+      std::unique_ptr<Backend> cpu,
+      Cpu(options, absl::StrCat("batches under ", options.cpu_below_items,
+                                " items (--cpu_below_items)")));
+  return std::unique_ptr<Backend>(std::make_unique<SmallOnCpuBackend>(
+      std::move(main), std::move(cpu), options.cpu_below_items));
+}
+
 absl::StatusOr<std::unique_ptr<Backend>> Cuda(const BackendOptions& options,
                                               const std::string& reason) {
   CudaBackendOptions cuda;
@@ -36,7 +51,7 @@ absl::StatusOr<std::unique_ptr<Backend>> Cuda(const BackendOptions& options,
   cuda.reason = reason;
   SAMPLER_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend,
                            CudaBackend::Create(std::move(cuda)));
-  return std::unique_ptr<Backend>(std::move(backend));
+  return WithSmallOnCpu(options, std::move(backend));
 }
 #endif
 

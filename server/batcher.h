@@ -2,13 +2,23 @@
 // and hands them to the backend as whole batches.
 //
 // A batch closes when it holds `max_batch_items` work items or its oldest job
-// has waited `max_batch_delay`, whichever comes first, or at once when no
-// batch of its kind is executing (`close_when_idle`: waiting would only add
-// latency); and only when the backend has a free slot (Backend::Capacity),
-// so that under load batches grow instead of queueing up as many small
-// launches. Jobs whose client has
-// gone or whose deadline has passed are dropped when their batch closes,
-// before any work is spent on them. A full queue refuses at once.
+// has waited `max_batch_delay`, whichever comes first, or at once when fewer
+// batches of its kind execute than the backend runs eagerly
+// (`close_when_idle` and Backend::EagerBatches: one on a GPU, where waiting
+// for the running batch lets the next one grow; a thread's worth on the CPU,
+// where a small batch costs the same alone); and only when the backend has a
+// free slot (Backend::Capacity), so that under load batches grow instead of
+// queueing up as many small launches. Jobs whose client has gone or whose
+// deadline has passed are dropped when their batch closes, before any work
+// is spent on them. A full queue refuses at once.
+//
+// Hand-offs (issue 13): a batch that may close when its job arrives closes
+// on the arriving thread (the gRPC thread, in Enqueue) and is handed to the
+// backend from there; the dispatcher thread closes the batches that wait
+// for their delay or for a slot, which a completing batch frees before its
+// jobs' done calls run. A small request on an idle server so reaches the
+// backend without a thread hop, and with the CPU backend runs on its own
+// gRPC thread (Backend::RunHere).
 #ifndef SAMPLER_SERVER_BATCHER_H_
 #define SAMPLER_SERVER_BATCHER_H_
 
@@ -189,10 +199,15 @@ class QueueBudget {
 struct BatcherOptions {
   int64_t max_batch_items = 1 << 20;
   absl::Duration max_batch_delay = absl::Milliseconds(2);
-  // Also close a batch at once when no batch of this kind is executing:
-  // waiting then only adds latency, since nothing would be launched
-  // meanwhile. Batches still grow under load, while one executes.
+  // Also close a batch at once when no batch of this kind is executing (or
+  // fewer than the backend's EagerBatches): waiting then only adds latency,
+  // since nothing would be launched meanwhile. Batches still grow under
+  // load, while one executes.
   bool close_when_idle = true;
+  // Let the backend run a batch closed on a request's own thread right there
+  // when it can (Backend::RunHere): no hand-off, but the requests that one
+  // gRPC thread reads together are then served one after the other.
+  bool run_here = true;
 };
 
 template <typename JobT>
@@ -206,6 +221,7 @@ class Batcher {
         backend_(backend),
         metrics_(metrics),
         capacity_(std::max(1, backend->Capacity())),
+        eager_(std::clamp(backend->EagerBatches(), 1, capacity_)),
         dispatcher_([this] { DispatchLoop(); }) {}
 
   Batcher(const Batcher&) = delete;
@@ -213,6 +229,12 @@ class Batcher {
 
   ~Batcher() {
     Drain();
+    {
+      // The dispatcher may be waiting for a slot that the last completions
+      // freed after closing the rest of the queue themselves.
+      std::lock_guard<std::mutex> lock(mu_);
+      dispatch_cv_.notify_all();
+    }
     dispatcher_.join();
   }
 
@@ -221,6 +243,12 @@ class Batcher {
   // larger than the queues could ever hold, UNAVAILABLE when draining.
   // `admitted_stream_chunk` skips the budget check for the later chunks of a
   // stream whose first chunk was accepted.
+  //
+  // When the job's batch may close at once (the closing rules above), it
+  // closes and is handed to the backend on the calling thread, without
+  // waking the dispatcher; a backend that runs small batches where it is
+  // called (Backend::RunHere) then calls job->done before Enqueue returns.
+  // So the caller must hold no lock that job->done takes.
   absl::Status Enqueue(std::shared_ptr<JobT> job,
                        bool admitted_stream_chunk = false) {
     if (!admitted_stream_chunk && job->items > budget_->max_items()) {
@@ -233,121 +261,194 @@ class Batcher {
     }
     SAMPLER_RETURN_IF_ERROR(
         budget_->Acquire(job->client, job->items, admitted_stream_chunk));
+    Closed closed;
+    bool wake_dispatcher = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (draining_) {
         budget_->Release(job->client, job->items);
         return absl::UnavailableError("server is shutting down");
       }
-      job->enqueued = Clock::now();
+      const Clock::time_point now = Clock::now();
+      job->enqueued = now;
       queued_items_ += job->items;
+      // The dispatcher sleeps while the queue is empty; a job joining a
+      // non-empty queue changes nothing it waits for (a batch that may
+      // close closes here, a freed slot is reported by Complete).
+      wake_dispatcher = queue_.empty();
       queue_.push_back(std::move(job));
-      metrics_->SetQueueDepth(kind_, static_cast<int64_t>(queue_.size()));
-      metrics_->SetQueueItems(kind_, queued_items_);
+      if (MayCloseLocked(now)) {
+        closed = CloseLocked(now);
+        wake_dispatcher = false;
+      } else {
+        SetQueueGaugesLocked();
+      }
     }
-    cv_.notify_all();
+    if (wake_dispatcher) dispatch_cv_.notify_one();
+    Dispatch(std::move(closed), /*here=*/true);
     return absl::OkStatus();
   }
 
   // Stops taking jobs, runs everything already queued (ignoring the delay)
-  // and returns when every batch has completed. Idempotent.
+  // and returns when every batch has completed and every done has returned.
+  // Idempotent.
   void Drain() {
     std::unique_lock<std::mutex> lock(mu_);
     draining_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return queue_.empty() && in_flight_ == 0; });
+    dispatch_cv_.notify_all();
+    idle_cv_.wait(lock, [this] {
+      return queue_.empty() && in_flight_ == 0 && completing_ == 0;
+    });
   }
 
  private:
+  // A batch taken from the queue, and the jobs dropped on the way (client
+  // gone, deadline passed), to be handed out unlocked by Dispatch.
+  struct Closed {
+    Batch<JobT> batch;
+    std::vector<std::shared_ptr<JobT>> dropped;
+    Clock::time_point now{};
+  };
+
+  // Whether a batch may close now: a backend slot is free and the batch is
+  // full, the oldest job has waited max_batch_delay, the server drains, or
+  // (close_when_idle) fewer batches execute than the backend runs eagerly.
+  bool MayCloseLocked(Clock::time_point now) const {
+    if (queue_.empty() || in_flight_ >= capacity_) return false;
+    return queued_items_ >= options_.max_batch_items || draining_ ||
+           (options_.close_when_idle && in_flight_ < eager_) ||
+           now >= CloseAtLocked();
+  }
+
+  // When the oldest queued job has waited max_batch_delay.
+  Clock::time_point CloseAtLocked() const {
+    return queue_.front()->enqueued +
+           absl::ToChronoNanoseconds(options_.max_batch_delay);
+  }
+
+  void SetQueueGaugesLocked() {
+    metrics_->SetQueueDepth(kind_, static_cast<int64_t>(queue_.size()));
+    metrics_->SetQueueItems(kind_, queued_items_);
+  }
+
+  // Takes the next batch off the queue (FIFO, up to max_batch_items unless
+  // its first job alone is larger) with the dead jobs before and among it,
+  // and counts it as executing (the dropped jobs as completing) until
+  // Dispatch has handed them out.
+  Closed CloseLocked(Clock::time_point now) {
+    Closed closed;
+    closed.now = now;
+    Batch<JobT>& batch = closed.batch;
+    while (!queue_.empty()) {
+      std::shared_ptr<JobT>& next = queue_.front();
+      const bool live = !next->cancelled() && next->deadline > now;
+      if (live && !batch.jobs.empty() &&
+          batch.items + next->items > options_.max_batch_items) {
+        break;
+      }
+      queued_items_ -= next->items;
+      budget_->Release(next->client, next->items);
+      if (live) {
+        metrics_->QueueWait(
+            kind_, std::chrono::duration<double>(now - next->enqueued).count());
+        batch.items += next->items;
+        batch.jobs.push_back(std::move(next));
+      } else {
+        closed.dropped.push_back(std::move(next));
+      }
+      queue_.pop_front();
+    }
+    SetQueueGaugesLocked();
+    if (!batch.jobs.empty()) ++in_flight_;
+    // Dropped jobs count as completing until their done has returned, so
+    // that Drain neither returns before then nor sleeps through the end.
+    if (!closed.dropped.empty()) ++completing_;
+    return closed;
+  }
+
+  // Hands out what CloseLocked took, unlocked: the dropped jobs' done, then
+  // the batch to the backend (`here`: on the calling thread if the backend
+  // can, Backend::RunHere).
+  void Dispatch(Closed closed, bool here) {
+    for (auto& job : closed.dropped) {
+      // Expiry first: gRPC marks a call whose deadline has passed as
+      // cancelled too, and the metrics should say what happened.
+      job->done(
+          job->deadline <= closed.now
+              ? absl::DeadlineExceededError("deadline passed while queued")
+              : absl::CancelledError("cancelled by the client"));
+    }
+    const bool dropping = !closed.dropped.empty();
+    if (!closed.batch.jobs.empty()) Launch(std::move(closed.batch), here);
+    if (dropping) FinishCompleting();
+  }
+
+  // One batch's or one set of dropped jobs' done calls have returned.
+  void FinishCompleting() {
+    // Notified under the lock: once everything is done, Drain may return
+    // and the batcher be destroyed, idle_cv_ included.
+    std::lock_guard<std::mutex> lock(mu_);
+    --completing_;
+    if (draining_) idle_cv_.notify_all();
+  }
+
+  // Closes batches whose delay has passed or that waited for a free slot
+  // (those that may close when their job arrives close in Enqueue). Ends
+  // once draining has emptied the queue (nothing can join it then).
   void DispatchLoop() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      cv_.wait(lock, [this] {
-        return (!queue_.empty() && in_flight_ < capacity_) ||
-               (draining_ && queue_.empty());
-      });
-      if (queue_.empty()) {
-        if (in_flight_ == 0) return;  // drained: nothing queued or running
-        cv_.wait(lock, [this] { return in_flight_ == 0 || !queue_.empty(); });
-        if (queue_.empty()) return;
+      if (draining_ && queue_.empty()) return;
+      if (queue_.empty() || in_flight_ >= capacity_) {
+        dispatch_cv_.wait(lock);
         continue;
       }
-      // A slot is free: wait until the batch is full or its oldest job has
-      // waited long enough (new jobs may arrive meanwhile).
-      const Clock::time_point close_at =
-          queue_.front()->enqueued +
-          absl::ToChronoNanoseconds(options_.max_batch_delay);
-      cv_.wait_until(lock, close_at, [this] {
-        return queued_items_ >= options_.max_batch_items || draining_ ||
-               (options_.close_when_idle && in_flight_ == 0);
-      });
-      Batch<JobT> batch;
-      std::vector<std::shared_ptr<JobT>> dropped;
       const Clock::time_point now = Clock::now();
-      while (!queue_.empty()) {
-        std::shared_ptr<JobT>& next = queue_.front();
-        const bool live = !next->cancelled() && next->deadline > now;
-        if (live && !batch.jobs.empty() &&
-            batch.items + next->items > options_.max_batch_items) {
-          break;
-        }
-        queued_items_ -= next->items;
-        budget_->Release(next->client, next->items);
-        if (live) {
-          metrics_->QueueWait(
-              kind_,
-              std::chrono::duration<double>(now - next->enqueued).count());
-          batch.items += next->items;
-          batch.jobs.push_back(std::move(next));
-        } else {
-          dropped.push_back(std::move(next));
-        }
-        queue_.pop_front();
+      if (!MayCloseLocked(now)) {
+        dispatch_cv_.wait_until(lock, CloseAtLocked());
+        continue;
       }
-      metrics_->SetQueueDepth(kind_, static_cast<int64_t>(queue_.size()));
-      metrics_->SetQueueItems(kind_, queued_items_);
-      if (!batch.jobs.empty()) ++in_flight_;
-      // Dropped jobs count as in flight until their done has returned, so
-      // that Drain neither returns before then nor sleeps through the end:
-      // when only dropped jobs were queued, no batch completion wakes it.
-      const bool dropping = !dropped.empty();
-      if (dropping) ++in_flight_;
+      Closed closed = CloseLocked(now);
       lock.unlock();
-      for (auto& job : dropped) {
-        // Expiry first: gRPC marks a call whose deadline has passed as
-        // cancelled too, and the metrics should say what happened.
-        job->done(
-            job->deadline <= now
-                ? absl::DeadlineExceededError("deadline passed while queued")
-                : absl::CancelledError("cancelled by the client"));
-      }
-      if (!batch.jobs.empty()) Launch(std::move(batch));
+      Dispatch(std::move(closed), /*here=*/false);
       lock.lock();
-      if (dropping) {
-        --in_flight_;
-        cv_.notify_all();
-      }
     }
   }
 
-  void Launch(Batch<JobT> batch) {
+  void Launch(Batch<JobT> batch, bool here) {
     metrics_->BatchClosed(kind_, static_cast<int64_t>(batch.jobs.size()),
                           batch.items);
     auto jobs =
         std::make_shared<std::vector<std::shared_ptr<JobT>>>(batch.jobs);
     const int64_t items = batch.items;
-    backend_->Run(std::move(batch), [this, jobs, items](BatchResult result) {
-      metrics_->BatchExecuted(kind_, result.device, result.device_seconds,
-                              result.status.ok() ? items : 0);
-      for (auto& job : *jobs) {
-        job->done(result.status.ok() ? job->status : result.status);
-      }
-      // Notified under the lock: once in_flight_ reaches 0, Drain may
-      // return and the batcher be destroyed, cv_ included.
+    BatchDone done = [this, jobs, items](BatchResult result) {
+      Complete(*jobs, items, result);
+    };
+    AnyBatch any(std::move(batch));
+    if (here && options_.run_here && backend_->RunHere(any, done)) return;
+    backend_->Run(std::move(any), std::move(done));
+  }
+
+  // A batch has executed: its slot is free at once (the dispatcher may
+  // launch the next batch while this thread finishes the jobs), then every
+  // job's done runs.
+  void Complete(const std::vector<std::shared_ptr<JobT>>& jobs, int64_t items,
+                const BatchResult& result) {
+    metrics_->BatchExecuted(kind_, result.device, result.device_seconds,
+                            result.status.ok() ? items : 0);
+    bool wake_dispatcher = false;
+    {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
-      cv_.notify_all();
-    });
+      ++completing_;
+      wake_dispatcher = !queue_.empty();
+    }
+    // completing_ keeps the batcher alive until FinishCompleting.
+    if (wake_dispatcher) dispatch_cv_.notify_one();
+    for (const auto& job : jobs) {
+      job->done(result.status.ok() ? job->status : result.status);
+    }
+    FinishCompleting();
   }
 
   const Kind kind_;
@@ -356,12 +457,15 @@ class Batcher {
   Backend* const backend_;
   Metrics* const metrics_;
   const int capacity_;
+  const int eager_;  // Backend::EagerBatches, within 1..capacity_
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable dispatch_cv_;  // the dispatcher waits on it
+  std::condition_variable idle_cv_;      // Drain waits on it
   std::deque<std::shared_ptr<JobT>> queue_;
   int64_t queued_items_ = 0;
-  int in_flight_ = 0;
+  int in_flight_ = 0;   // batches handed to the backend, not yet reported
+  int completing_ = 0;  // batches or dropped sets whose done calls run
   bool draining_ = false;
   std::thread dispatcher_;  // last: starts after everything above exists
 };

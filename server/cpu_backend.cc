@@ -35,4 +35,10 @@ void CpuBackend::Run(AnyBatch batch, BatchDone done) {
   ExecuteOnCpu(std::move(batch), *pool_, std::move(done));
 }
 
+int CpuBackend::EagerBatches() const { return pool_->threads(); }
+
+bool CpuBackend::RunHere(AnyBatch& batch, BatchDone& done) {
+  return ExecuteOnCpuHere(batch, *pool_, done);
+}
+
 }  // namespace sampler::server

@@ -37,6 +37,11 @@ class CpuBackend : public Backend {
   // called). `done` may call Run again, also while the destructor drains
   // the queue; other threads must not call Run once destruction has begun.
   void Run(AnyBatch batch, BatchDone done) override;
+  // As many small batches as threads run at once, each on its own thread.
+  int EagerBatches() const override;
+  // A batch of one task's work runs on the calling thread
+  // (ExecuteOnCpuHere).
+  bool RunHere(AnyBatch& batch, BatchDone& done) override;
 
  private:
   CpuBackend(std::unique_ptr<CpuPool> pool, std::string reason);

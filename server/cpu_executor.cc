@@ -581,6 +581,45 @@ struct BatchState {
   }
 };
 
+// Plans the batch and runs its first task on the calling thread, queueing
+// the other tasks on the pool; or, `all_here`, runs every task here (so that
+// done has been called when this returns).
+template <typename JobT>
+void PlanAndRun(const std::shared_ptr<BatchState<JobT>>& state, CpuPool& pool,
+                bool all_here) {
+  state->MarkStarted();
+  std::vector<std::pair<size_t, size_t>> ranges;
+  // Planning allocates (pieces, statuses); should that fail, the batch
+  // fails as a whole rather than the exception ending the server.
+  try {
+    ranges = state->Plan(pool.threads());
+  } catch (const std::exception& e) {
+    BatchResult failed;
+    failed.status = absl::ResourceExhaustedError(
+        absl::StrCat("cpu backend cannot plan the batch: ", e.what()));
+    failed.device = "cpu";
+    BatchDone callback = std::move(state->done);
+    callback(std::move(failed));
+    return;
+  }
+  // Set before any task can finish, so that none sees a count of zero.
+  state->tasks_left.store(static_cast<int64_t>(ranges.size()),
+                          std::memory_order_relaxed);
+  if (all_here) {
+    for (const auto& [first, last] : ranges) state->RunTask(first, last);
+    return;
+  }
+  std::vector<std::function<void()>> tasks;
+  tasks.reserve(ranges.size() - 1);
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    tasks.push_back([state, range = ranges[i]] {
+      state->RunTask(range.first, range.second);
+    });
+  }
+  if (!tasks.empty()) pool.Enqueue(std::move(tasks));
+  state->RunTask(ranges[0].first, ranges[0].second);
+}
+
 // Plans the batch on a pool thread and runs it there (see the header).
 template <typename JobT>
 void ExecuteBatch(Batch<JobT> batch, CpuPool& pool, BatchDone done) {
@@ -591,36 +630,44 @@ void ExecuteBatch(Batch<JobT> batch, CpuPool& pool, BatchDone done) {
   // on the pool rather than on the caller's (the batcher's) thread: this
   // only queues. The planning task then runs the first piece range itself.
   std::vector<std::function<void()>> plan;
-  plan.push_back([&pool, state] {
-    state->MarkStarted();
-    std::vector<std::pair<size_t, size_t>> ranges;
-    // Planning allocates (pieces, statuses); should that fail, the batch
-    // fails as a whole rather than the exception ending the server.
-    try {
-      ranges = state->Plan(pool.threads());
-    } catch (const std::exception& e) {
-      BatchResult failed;
-      failed.status = absl::ResourceExhaustedError(
-          absl::StrCat("cpu backend cannot plan the batch: ", e.what()));
-      failed.device = "cpu";
-      BatchDone callback = std::move(state->done);
-      callback(std::move(failed));
-      return;
-    }
-    // Set before any task can finish, so that none sees a count of zero.
-    state->tasks_left.store(static_cast<int64_t>(ranges.size()),
-                            std::memory_order_relaxed);
-    std::vector<std::function<void()>> tasks;
-    tasks.reserve(ranges.size() - 1);
-    for (size_t i = 1; i < ranges.size(); ++i) {
-      tasks.push_back([state, range = ranges[i]] {
-        state->RunTask(range.first, range.second);
-      });
-    }
-    if (!tasks.empty()) pool.Enqueue(std::move(tasks));
-    state->RunTask(ranges[0].first, ranges[0].second);
-  });
+  plan.push_back(
+      [&pool, state] { PlanAndRun(state, pool, /*all_here=*/false); });
   pool.Enqueue(std::move(plan));
+}
+
+// Whether the batch's work is at most `limit` (cost units), counting no
+// further than needed. Costs walk inputs the caller has just parsed (at
+// most), and may allocate: a failure only means "not here".
+template <typename JobT>
+bool CostAtMost(const Batch<JobT>& batch, int64_t limit) {
+  try {
+    int64_t total = 0;
+    for (const std::shared_ptr<JobT>& job : batch.jobs) {
+      if (job == nullptr) continue;
+      total = CostAdd(total, Cost(*job));
+      if (total > limit) return false;
+    }
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Set while a batch runs through ExecuteOnCpuHere on this thread: a batch
+// that its done callbacks submit goes to the pool, so that runs do not nest.
+thread_local bool running_here = false;
+
+template <typename JobT>
+bool ExecuteBatchHere(Batch<JobT>& batch, CpuPool& pool, BatchDone& done) {
+  if (running_here || !CostAtMost(batch, kMinPieceCost)) return false;
+  running_here = true;
+  auto state = std::make_shared<BatchState<JobT>>();
+  state->batch = std::move(batch);
+  state->done = std::move(done);
+  // One task by its cost; all_here holds the promise whatever the plan.
+  PlanAndRun(state, pool, /*all_here=*/true);
+  running_here = false;
+  return true;
 }
 
 }  // namespace
@@ -629,6 +676,11 @@ void ExecuteOnCpu(AnyBatch batch, CpuPool& pool, BatchDone done) {
   std::visit(
       [&](auto& b) { ExecuteBatch(std::move(b), pool, std::move(done)); },
       batch);
+}
+
+bool ExecuteOnCpuHere(AnyBatch& batch, CpuPool& pool, BatchDone& done) {
+  return std::visit([&](auto& b) { return ExecuteBatchHere(b, pool, done); },
+                    batch);
 }
 
 }  // namespace sampler::server

@@ -25,6 +25,14 @@ namespace sampler::server {
 // job->status (a failure in one piece of a cut job names the piece's range).
 void ExecuteOnCpu(AnyBatch batch, CpuPool& pool, BatchDone done);
 
+// A batch of at most one task's work (under about 0.1 ms, which planning
+// would not cut) is planned and run on the calling thread, exactly as a pool
+// thread would, and `done` called before this returns true: the hand-off to
+// a pool thread would cost as much as the work. Otherwise, or when called
+// from such a run's done (runs do not nest), returns false with `batch` and
+// `done` untouched.
+bool ExecuteOnCpuHere(AnyBatch& batch, CpuPool& pool, BatchDone& done);
+
 }  // namespace sampler::server
 
 #endif  // SAMPLER_SERVER_CPU_EXECUTOR_H_

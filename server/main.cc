@@ -70,8 +70,13 @@ ABSL_FLAG(int64_t, max_batch_items, int64_t{1} << 20,
 ABSL_FLAG(absl::Duration, max_batch_delay, absl::Milliseconds(2),
           "... or when its oldest request has waited this long");
 ABSL_FLAG(bool, close_batch_when_idle, true,
-          "... or at once when no batch of its kind is executing (waiting "
-          "would only add latency; batches still grow under load)");
+          "... or at once when no batch of its kind is executing (CPU "
+          "backend: fewer than its threads; waiting would only add "
+          "latency; batches still grow under load)");
+ABSL_FLAG(bool, run_small_batches_inline, true,
+          "CPU backend: a batch of under about 0.1 ms of work that closes "
+          "when its request arrives runs on that request's gRPC thread (no "
+          "hand-off to a worker thread)");
 ABSL_FLAG(int64_t, max_queued_items, int64_t{1} << 26,
           "Work items waiting in all queues together; beyond this new "
           "requests get RESOURCE_EXHAUSTED");
@@ -93,6 +98,10 @@ ABSL_FLAG(int64_t, gpu_pool_limit_bytes, 0,
           "that does not fit fails with RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, gpu_pool_release_threshold_bytes, int64_t{1} << 30,
           "CUDA backend: pool memory kept reserved between batches");
+ABSL_FLAG(int64_t, cpu_below_items, 0,
+          "CUDA backend: batches of fewer work items than this run on the "
+          "CPU in the same process (0: off); same bits for every sampling "
+          "kind, Enumerate always on the GPU");
 ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
           "On SIGTERM: how long to stay up reporting NOT_SERVING before "
           "refusing new calls (lets load balancers move away)");
@@ -169,6 +178,7 @@ ServerFlags FlagValues() {
   f.gpu_pool_limit_bytes = absl::GetFlag(FLAGS_gpu_pool_limit_bytes);
   f.gpu_pool_release_threshold_bytes =
       absl::GetFlag(FLAGS_gpu_pool_release_threshold_bytes);
+  f.cpu_below_items = absl::GetFlag(FLAGS_cpu_below_items);
   f.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   f.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   f.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -237,6 +247,7 @@ int Run(ShutdownWatchdog& watchdog) {
       absl::GetFlag(FLAGS_gpu_pool_limit_bytes);
   backend_options.gpu_pool_release_threshold_bytes =
       absl::GetFlag(FLAGS_gpu_pool_release_threshold_bytes);
+  backend_options.cpu_below_items = absl::GetFlag(FLAGS_cpu_below_items);
   absl::StatusOr<std::unique_ptr<Backend>> backend =
       CreateBackend(backend_options);
   if (!backend.ok()) {
@@ -293,6 +304,7 @@ int Run(ShutdownWatchdog& watchdog) {
   options.batcher.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
   options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
+  options.batcher.run_here = absl::GetFlag(FLAGS_run_small_batches_inline);
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
   options.auth = auth;
   options.stream_stall_timeout = absl::GetFlag(FLAGS_stream_stall_timeout);

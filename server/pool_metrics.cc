@@ -1,5 +1,6 @@
 #include "server/pool_metrics.h"
 
+#include <memory>
 #include <utility>
 
 namespace sampler::server {
@@ -15,6 +16,10 @@ std::vector<Backend::PoolBytes> PoolMetricsBackend::PoolUsage() const {
   return backend_->PoolUsage();
 }
 
+int PoolMetricsBackend::EagerBatches() const {
+  return backend_->EagerBatches();
+}
+
 void PoolMetricsBackend::Run(AnyBatch batch, BatchDone done) {
   // Nothing of this object is touched once `done` has been called: the
   // batcher may be destroyed (and this object after it) as soon as its last
@@ -24,6 +29,18 @@ void PoolMetricsBackend::Run(AnyBatch batch, BatchDone done) {
                   Record();
                   done(std::move(result));
                 });
+}
+
+bool PoolMetricsBackend::RunHere(AnyBatch& batch, BatchDone& done) {
+  // Held apart so that the caller gets it back when the backend declines.
+  auto held = std::make_shared<BatchDone>(std::move(done));
+  BatchDone recording = [this, held](BatchResult result) {
+    Record();
+    (*held)(std::move(result));
+  };
+  if (backend_->RunHere(batch, recording)) return true;
+  done = std::move(*held);
+  return false;
 }
 
 void PoolMetricsBackend::Record() const {

@@ -27,6 +27,9 @@ class PoolMetricsBackend final : public Backend {
   // on.
   void Run(AnyBatch batch, BatchDone done) override;
   std::vector<PoolBytes> PoolUsage() const override;
+  int EagerBatches() const override;
+  // The wrapped backend's RunHere, recording the pools' usage like Run.
+  bool RunHere(AnyBatch& batch, BatchDone& done) override;
 
  private:
   // Sets the gauge from the wrapped backend's PoolUsage.

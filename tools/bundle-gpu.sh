@@ -21,4 +21,5 @@ cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
   "$root/bench/service/report.py" "$root/bench/service/floor.sh" \
   "$root/bench/service/multi_gpu.sh" "$root/bench/service/multi_gpu_report.py" \
   "$root/bench/service/poisson_binomial.sh" \
-  "$root/bench/service/poisson_binomial_ref.py" "$dest/"
+  "$root/bench/service/poisson_binomial_ref.py" \
+  "$root/bench/service/small_rounds.sh" "$dest/"

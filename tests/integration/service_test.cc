@@ -1328,7 +1328,10 @@ TEST_F(ServiceTest, TheReportedGammaLimitIsReachable) {
 // counted as expired on arrival. Some 1 ns calls never reach the server
 // (the client gives up first) and a few arrive looking some milliseconds
 // away (gRPC's cached clocks): of 50, at least one must be counted, and
-// samples are computed only for calls the server answered OK.
+// samples are computed only for calls the server answered OK. Such a call
+// the server serves, and a small one served on its own gRPC thread (issue
+// 13) can come back before the client's own deadline timer fires: then the
+// client gets the whole answer, OK, and the server counted it OK.
 TEST_F(ServiceTest, ACallExpiredOnArrivalIsDroppedWithoutWork) {
   {  // A connected channel: the calls below are sent, not failed locally.
     grpc::ClientContext context;
@@ -1339,6 +1342,7 @@ TEST_F(ServiceTest, ACallExpiredOnArrivalIsDroppedWithoutWork) {
   const MetricsText before = Scrape(*server_);
   constexpr int kCalls = 50;
   constexpr int64_t kSamples = 1000;
+  int answered = 0;
   for (int i = 0; i < kCalls; ++i) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
@@ -1347,8 +1351,13 @@ TEST_F(ServiceTest, ACallExpiredOnArrivalIsDroppedWithoutWork) {
     const grpc::Status status = stub_->SampleGamma(
         &context, GammaGroupsRequest<double>({{2.0, 1.0, kSamples}}, 5),
         &response);
-    EXPECT_EQ(status.error_code(), StatusCode::DEADLINE_EXCEEDED)
-        << Describe(status);
+    if (status.ok()) {
+      ++answered;
+      EXPECT_EQ(response.samples().f64().values_size(), kSamples);
+    } else {
+      EXPECT_EQ(status.error_code(), StatusCode::DEADLINE_EXCEEDED)
+          << Describe(status);
+    }
   }
   const std::string expired =
       "sampler_refused_total{method=\"SampleGamma\",reason="
@@ -1364,6 +1373,7 @@ TEST_F(ServiceTest, ACallExpiredOnArrivalIsDroppedWithoutWork) {
   EXPECT_LE(dropped, kCalls);
   const double ok = after.ValueOr0(Requests("SampleGamma", "OK")) -
                     before.ValueOr0(Requests("SampleGamma", "OK"));
+  EXPECT_GE(ok, answered);
   EXPECT_EQ(after.ValueOr0(ByMethod("sampler_items_total", "SampleGamma")) -
                 before.ValueOr0(ByMethod("sampler_items_total", "SampleGamma")),
             ok * kSamples);

@@ -78,10 +78,51 @@ class FakeBackend : public Backend {
 
   BackendInfo Info() const override { return {"fake", {}, "test"}; }
   int Capacity() const override { return capacity_; }
+  int EagerBatches() const override { return eager_; }
 
   void Run(AnyBatch batch, BatchDone done) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      run_threads_.push_back(std::this_thread::get_id());
+    }
     std::visit([&](const auto& b) { Record(KindOf(b), b, std::move(done)); },
                batch);
+  }
+
+  // With `here`, RunHere completes every batch on the calling thread (OK,
+  // recorded like Run's); else it declines, as the default does.
+  bool RunHere(AnyBatch& batch, BatchDone& done) override {
+    if (!here_) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      here_threads_.push_back(std::this_thread::get_id());
+      std::visit(
+          [&](const auto& b) {
+            SeenBatch seen;
+            seen.kind = KindOf(b);
+            seen.items = b.items;
+            for (const auto& job : b.jobs) seen.ids.push_back(job->seed);
+            seen_.push_back(std::move(seen));
+          },
+          batch);
+    }
+    cv_.notify_all();
+    done(BatchResult{absl::OkStatus(), "fake", 1e-6});
+    return true;
+  }
+
+  // Set before the batcher is made (it reads them once).
+  void set_eager(int eager) { eager_ = eager; }
+  void set_here(bool here) { here_ = here; }
+
+  // The threads that called Run and RunHere, in order.
+  std::vector<std::thread::id> run_threads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return run_threads_;
+  }
+  std::vector<std::thread::id> here_threads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return here_threads_;
   }
 
   // Auto mode completes every pending and future batch with `status` after
@@ -191,7 +232,11 @@ class FakeBackend : public Backend {
   }
 
   const int capacity_;
+  int eager_ = 1;
+  bool here_ = false;
   mutable std::mutex mu_;
+  std::vector<std::thread::id> run_threads_;
+  std::vector<std::thread::id> here_threads_;
   std::condition_variable cv_;
   std::vector<SeenBatch> seen_;
   std::vector<std::vector<std::shared_ptr<Job>>> jobs_;
@@ -386,6 +431,125 @@ TEST_F(BatcherTest, ClosesAtOnceWhenIdleAndGathersWhileBusy) {
     ASSERT_TRUE(o->Wait());
     EXPECT_EQ(o->Code(), absl::StatusCode::kOk);
   }
+}
+
+// Issue 13: a batch that may close when its job arrives is handed to the
+// backend by the thread that enqueued the job, not by the dispatcher (Run,
+// recorded before Enqueue returns). A backend that runs small batches where
+// it is called (RunHere) finishes the job before Enqueue returns; batches
+// the dispatcher closes (here: on their delay) still go through Run.
+TEST_F(BatcherTest, AnIdleBatcherHandsTheBatchOverOnTheEnqueuingThread) {
+  {
+    FakeBackend backend(/*capacity=*/4);
+    backend.SetAuto(true);
+    BoundedBatcher<> batcher(
+        Options(1 << 20, kForever, /*close_when_idle=*/true), &budget_,
+        &backend, &metrics_);
+    auto outcome = std::make_shared<Outcome>();
+    ASSERT_TRUE(batcher->Enqueue(MakeJob(1, 5, outcome)).ok());
+    ASSERT_EQ(backend.run_threads().size(), 1u);
+    EXPECT_EQ(backend.run_threads()[0], std::this_thread::get_id());
+    ASSERT_TRUE(outcome->Wait());
+  }
+  FakeBackend backend(/*capacity=*/4);
+  backend.set_here(true);
+  BoundedBatcher<> batcher(Options(1 << 20, kForever, /*close_when_idle=*/true),
+                           &budget_, &backend, &metrics_);
+  auto outcome = std::make_shared<Outcome>();
+  ASSERT_TRUE(batcher->Enqueue(MakeJob(1, 5, outcome)).ok());
+  EXPECT_EQ(outcome->Calls(), 1);
+  EXPECT_EQ(outcome->Code(), absl::StatusCode::kOk);
+  ASSERT_EQ(backend.here_threads().size(), 1u);
+  EXPECT_EQ(backend.here_threads()[0], std::this_thread::get_id());
+  EXPECT_TRUE(backend.run_threads().empty());
+  EXPECT_EQ(budget_.used(), 0);
+
+  BoundedBatcher<> delayed(Options(1 << 20, absl::Milliseconds(20)), &budget_,
+                           &backend, &metrics_);
+  auto late = std::make_shared<Outcome>();
+  ASSERT_TRUE(delayed->Enqueue(MakeJob(2, 5, late)).ok());
+  ASSERT_TRUE(backend.WaitForBatches(2));
+  ASSERT_EQ(backend.run_threads().size(), 1u);
+  EXPECT_NE(backend.run_threads()[0], std::this_thread::get_id());
+  EXPECT_EQ(backend.here_threads().size(), 1u);
+  backend.SetAuto(true);
+  ASSERT_TRUE(late->Wait());
+
+  // --run_small_batches_inline=false: handed over with Run, still from the
+  // enqueuing thread.
+  BatcherOptions handoff = Options(1 << 20, kForever, /*close_when_idle=*/true);
+  handoff.run_here = false;
+  BoundedBatcher<> no_here(handoff, &budget_, &backend, &metrics_);
+  auto handed = std::make_shared<Outcome>();
+  ASSERT_TRUE(no_here->Enqueue(MakeJob(3, 5, handed)).ok());
+  ASSERT_EQ(backend.run_threads().size(), 2u);
+  EXPECT_EQ(backend.run_threads()[1], std::this_thread::get_id());
+  EXPECT_EQ(backend.here_threads().size(), 1u);
+  ASSERT_TRUE(handed->Wait());
+}
+
+// EagerBatches: with close_when_idle, batches close at once while fewer
+// than that many execute (the CPU backend: one per thread), and only then
+// gather.
+TEST_F(BatcherTest, ClosesAtOnceWhileFewerThanEagerBatchesExecute) {
+  FakeBackend backend(/*capacity=*/4);
+  backend.set_eager(2);
+  BoundedBatcher<> batcher(Options(1 << 20, kForever, /*close_when_idle=*/true),
+                           &budget_, &backend, &metrics_);
+  std::vector<std::shared_ptr<Outcome>> outcomes;
+  for (uint64_t id = 1; id <= 4; ++id) {
+    outcomes.push_back(std::make_shared<Outcome>());
+    ASSERT_TRUE(batcher->Enqueue(MakeJob(id, 5, outcomes.back())).ok());
+  }
+  ASSERT_TRUE(backend.WaitForBatches(2));
+  absl::SleepFor(kQuietPeriod);
+  ASSERT_EQ(backend.seen().size(), 2u);
+  EXPECT_EQ(backend.seen()[0].ids, Ids({1}));
+  EXPECT_EQ(backend.seen()[1].ids, Ids({2}));
+  // One completes: the two that waited leave together.
+  ASSERT_TRUE(backend.CompleteOldest());
+  ASSERT_TRUE(backend.WaitForBatches(3));
+  EXPECT_EQ(backend.seen()[2].ids, Ids({3, 4}));
+  backend.SetAuto(true);
+  for (auto& o : outcomes) {
+    ASSERT_TRUE(o->Wait());
+    EXPECT_EQ(o->Code(), absl::StatusCode::kOk);
+  }
+  EXPECT_EQ(backend.max_in_flight(), 2);
+}
+
+// A completing batch frees its slot before its jobs' done calls run, so a
+// slow done (a large answer being written) does not hold the next batch.
+TEST_F(BatcherTest, TheNextBatchLaunchesWhileTheLastOnesDoneRuns) {
+  FakeBackend backend(/*capacity=*/1);
+  BoundedBatcher<> batcher(Options(1 << 20, kForever, /*close_when_idle=*/true),
+                           &budget_, &backend, &metrics_);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  auto first = std::make_shared<GammaJob>();
+  first->seed = 1;
+  first->items = 1;
+  first->done = [&](absl::Status) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, absl::ToChronoNanoseconds(kPatience),
+                [&] { return release; });
+  };
+  ASSERT_TRUE(batcher->Enqueue(first).ok());
+  ASSERT_TRUE(backend.WaitForBatches(1));
+  auto second = std::make_shared<Outcome>();
+  ASSERT_TRUE(batcher->Enqueue(MakeJob(2, 1, second)).ok());
+  // Completed on a thread of its own, whose done then blocks.
+  std::thread completer([&] { backend.CompleteOldest(); });
+  EXPECT_TRUE(backend.WaitForBatches(2));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  completer.join();
+  backend.SetAuto(true);
+  ASSERT_TRUE(second->Wait());
 }
 
 TEST_F(BatcherTest, ClosesWhenTheOldestJobHasWaitedMaxBatchDelay) {

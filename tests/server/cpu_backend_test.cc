@@ -693,6 +693,57 @@ TEST(CpuBackendTest, DestructionCompletesQueuedWork) {
   for (const Check& c : checks) c();
 }
 
+// Issue 13: a batch of one task's work (under about 0.1 ms) runs on the
+// calling thread, done included, with the same bits; a larger one, or one
+// submitted from such a run's done, is declined and stays the caller's.
+TEST(CpuBackendTest, RunHereRunsOneTasksWorkOnTheCallingThread) {
+  auto backend = MakeBackend(3);
+  EXPECT_EQ(backend->EagerBatches(), 3);
+  std::vector<Check> checks;
+  Batch<GammaJob> small;
+  small.jobs.push_back(
+      GammaPerElement<float>(256, false, false, 11, 0, checks));
+  small.jobs.push_back(GammaPerElement<double>(64, true, true, 12, 5, checks));
+  small.items = 320;
+  AnyBatch any(std::move(small));
+  int calls = 0;
+  std::thread::id thread;
+  bool nested_declined = false;
+  BatchDone done = [&](BatchResult r) {
+    EXPECT_TRUE(r.status.ok()) << r.status;
+    EXPECT_EQ(r.device, "cpu");
+    ++calls;
+    thread = std::this_thread::get_id();
+    // Runs do not nest: a batch submitted from here goes to the pool.
+    Batch<GammaJob> next;
+    std::vector<Check> never_run;
+    next.jobs.push_back(
+        GammaPerElement<float>(8, false, false, 13, 0, never_run));
+    AnyBatch next_any(std::move(next));
+    BatchDone next_done = [](BatchResult) {};
+    nested_declined = !backend->RunHere(next_any, next_done);
+  };
+  ASSERT_TRUE(backend->RunHere(any, done));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(thread, std::this_thread::get_id());
+  EXPECT_TRUE(nested_declined);
+
+  Batch<GammaJob> large;
+  large.jobs.push_back(
+      GammaPerElement<float>(100000, false, false, 14, 0, checks));
+  large.items = 100000;
+  AnyBatch large_any(std::move(large));
+  DoneWaiter waiter;
+  BatchDone large_done = waiter.Callback();
+  EXPECT_FALSE(backend->RunHere(large_any, large_done));
+  ASSERT_TRUE(large_done);
+  ASSERT_EQ(std::get<Batch<GammaJob>>(large_any).jobs.size(), 1u);
+  backend->Run(std::move(large_any), std::move(large_done));
+  EXPECT_TRUE(waiter.Wait().status.ok());
+  EXPECT_NE(waiter.thread(), std::this_thread::get_id());
+  for (const Check& c : checks) c();
+}
+
 TEST(CpuBackendTest, DoneMayRunTheNextBatch) {
   // A batcher submits its next batch from the previous one's done callback;
   // that must neither deadlock nor be lost, even while shutting down.

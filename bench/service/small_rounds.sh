@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Small requests (floor.sh's two small cases: 256 float32 gamma samples,
+# 64 connections x 1 stream and 16 x 16) on a small or shared machine:
+# several servers measured in interleaved rounds, so that a load change on
+# the host hits every server alike, and each server's ratio to the floor
+# taken within its round (issue 13 items 2 and 5; floor.sh stays the
+# reference on the GPU host). Servers on SERVER_CPUS, h2load on CLIENT_CPUS.
+#
+#   bench/service/small_rounds.sh BIN_DIR OUT_DIR NAME=BINARY[:FLAGS] ...
+#
+# BIN_DIR: a build directory or a bundle (for the frames tool).
+# FLAGS: sampler-server flags separated by commas, e.g.
+#   floor=build/bench/service/floor-server
+#   cpu=build/server/sampler-server:--backend=cpu,--metrics_listen=
+# Writes OUT_DIR/<round>/<name>/<case>.{txt,log}, OUT_DIR/rounds.tsv (one
+# line per round, server and case: req/s, p50 and p99 ms, server CPU
+# microseconds and context switches per call, from perf stat when it can
+# attach) and prints the medians over the rounds with the ratio to the
+# server named "floor".
+#   ROUNDS (5)  DURATION seconds per case (4)  SERVER_CPUS (0)
+#   CLIENT_CPUS (1)  H2LOAD_THREADS (1)
+set -euo pipefail
+build=$1
+out=$2
+shift 2
+servers=("$@")
+rounds=${ROUNDS:-5}
+duration=${DURATION:-4}
+server_cpus=${SERVER_CPUS:-0}
+client_cpus=${CLIENT_CPUS:-1}
+frames=$build/bench/service/frames
+[ -x "$frames" ] || frames=$build/frames
+mkdir -p "$out/frames"
+"$frames" write "$out/frames" > /dev/null
+method=$(awk -F'\t' '$1 == "gamma_256_f32" {print $2}' "$out/frames/cases.tsv")
+printf 'round\tserver\tcase\treq_s\tp50_ms\tp99_ms\tcpu_us\tctx_switches\n' \
+  > "$out/rounds.tsv"
+for round in $(seq "$rounds"); do
+  for spec in "${servers[@]}"; do
+    name=${spec%%=*}
+    rest=${spec#*=}
+    binary=${rest%%:*}
+    flags=()
+    [ "$rest" != "$binary" ] && IFS=, read -r -a flags <<< "${rest#*:}"
+    dir="$out/$round/$name"
+    mkdir -p "$dir"
+    taskset -c "$server_cpus" "$binary" --listen 127.0.0.1:0 "${flags[@]}" 2> "$dir/server.log" &
+    pid=$!
+    port=$(python3 - "$dir/server.log" <<'PY'
+import re, sys, time
+for _ in range(100):  # 10 s
+    m = re.search(r"serving on port (\d+)", open(sys.argv[1]).read())
+    if m:
+        print(m.group(1))
+        break
+    time.sleep(0.1)
+PY
+)
+    [ -n "$port" ] || { echo "small_rounds.sh: $name did not start" >&2; exit 1; }
+    for case in "64x1 -c 64 -m 1" "16x16 -c 16 -m 16"; do
+      read -r label args <<< "$case"
+      taskset -c "$client_cpus" h2load "http://127.0.0.1:$port$method" \
+        -d "$out/frames/gamma_256_f32.bin" -H 'content-type: application/grpc' \
+        -H 'te: trailers' --log-file="$dir/$label.log" $args -t "${H2LOAD_THREADS:-1}" \
+        -D "$duration" --warm-up-time=1 > "$dir/$label.txt" 2>&1 &
+      load=$!
+      sleep 1.5
+      perf stat -x, -e task-clock,context-switches -p "$pid" -- \
+        sleep "$((duration - 1))" 2> "$dir/$label.perf" || true
+      wait "$load" || true
+      python3 - "$dir" "$label" "$round" "$name" "$((duration - 1))" >> "$out/rounds.tsv" <<'PY'
+import re, sys
+d, label, rnd, name, secs = sys.argv[1:6]
+lat = sorted(int(l.split()[2]) for l in open(f"{d}/{label}.log") if len(l.split()) >= 3)
+m = re.search(r"([\d.]+) req/s", open(f"{d}/{label}.txt").read())
+rate = float(m.group(1)) if m else 0.0
+q = lambda p: lat[min(len(lat) - 1, int(p * (len(lat) - 1) + 0.5))] / 1000 if lat else 0
+perf = {}
+for line in open(f"{d}/{label}.perf"):
+    f = line.split(",")
+    if len(f) > 2 and f[0].replace(".", "").isdigit():
+        perf[f[2]] = float(f[0])
+calls = rate * float(secs)
+cpu = perf.get("task-clock", 0) * 1000 / calls if calls and perf else float("nan")
+cs = perf.get("context-switches", 0) / calls if calls and perf else float("nan")
+print(f"{rnd}\t{name}\t{label}\t{rate:.0f}\t{q(.5):.2f}\t{q(.99):.2f}\t{cpu:.1f}\t{cs:.2f}")
+PY
+    done
+    kill -TERM "$pid"
+    wait "$pid" 2> /dev/null || true
+  done
+done
+python3 - "$out/rounds.tsv" <<'PY'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+floor = {(r[0], r[2]): float(r[3]) for r in rows if r[1] == "floor"}
+print("server\tcase\treq/s\tratio\tp50 ms\tp99 ms\tcpu us/call\tctx/call  (medians over rounds)")
+for name in dict.fromkeys(r[1] for r in rows):
+    for case in dict.fromkeys(r[2] for r in rows):
+        sel = [r for r in rows if r[1] == name and r[2] == case]
+        med = lambda i: statistics.median(float(r[i]) for r in sel)
+        ratio = statistics.median(float(r[3]) / floor[(r[0], case)] for r in sel
+                                  if floor.get((r[0], case)))
+        print(f"{name}\t{case}\t{med(3):.0f}\t{ratio:.2f}\t{med(4):.2f}\t{med(5):.2f}\t{med(6):.1f}\t{med(7):.2f}")
+PY
