@@ -98,12 +98,20 @@ Problems<double> PoissonBinomial(int n) {
 }
 
 template <typename T>
-void Time(const char* name, const Problems<T>& ps, int runs) {
+void Time(const char* name, const Problems<T>& ps, int runs, bool reserve) {
   std::vector<double> add, finish, pack, total;
   std::vector<unsigned char> arena;
   for (int r = 0; r < runs; ++r) {
     const Clock::time_point t0 = Clock::now();
     EnumerateBatchBuilder<T> b;
+    if (reserve) {  // as the server does
+      size_t terms = 0, values = 0;
+      for (const std::vector<PmfTerm<T>>& problem : ps.terms) {
+        terms += problem.size();
+        for (const PmfTerm<T>& t : problem) values += t.values.size();
+      }
+      b.Reserve(ps.terms.size(), terms, values);
+    }
     for (size_t p = 0; p < ps.terms.size(); ++p) {
       if (!b.Add(ps.terms[p], ps.in[p], ps.out[p]).ok()) std::abort();
     }
@@ -118,7 +126,7 @@ void Time(const char* name, const Problems<T>& ps, int runs) {
     finish.push_back(Ms(t2 - t1));
     pack.push_back(Ms(t4 - t3));
     total.push_back(Ms(t2 - t0) + Ms(t4 - t3));
-    if (r == 0) {
+    if (r == 0 && !reserve) {
       std::printf("%s: arena %zu bytes, scratch %zu, launches: %.200s\n", name,
                   b.ArenaBytes(), b.ScratchBytes(),
                   b.DescribeLaunches().c_str());
@@ -196,12 +204,11 @@ uint64_t Fingerprint(const Problems<T>& ps, const EnumerateOptions& options) {
     h.Value(at);
   }
   for (const enumerate_internal::Launch& l : *v.launches) {
-    for (int64_t x : {int64_t(l.kind), int64_t(l.config), int64_t(l.f32),
-                      int64_t(l.level), l.sp_begin, l.sp_count, l.task_begin,
-                      l.task_count, l.fft_length, l.fft_signals,
-                      l.fft_problems, l.fft_real, l.fft_spectra,
-                      l.fft_product, l.fft_signal_begin,
-                      l.fft_problem_begin}) {
+    for (int64_t x :
+         {int64_t(l.kind), int64_t(l.config), int64_t(l.f32), int64_t(l.level),
+          l.sp_begin, l.sp_count, l.task_begin, l.task_count, l.fft_length,
+          l.fft_signals, l.fft_problems, l.fft_real, l.fft_spectra,
+          l.fft_product, l.fft_signal_begin, l.fft_problem_begin}) {
       h.Value(x);
     }
   }
@@ -254,8 +261,13 @@ int Main(int argc, char** argv) {
                     Fingerprint(PoissonBinomial(4000), {})));
     return 0;
   }
-  Time("small 16384x8x4 f32", SmallProblems<float>(16384, 8, 4), runs);
-  Time("pb n=4000 f64 log", PoissonBinomial(4000), runs);
+  const Problems<float> small = SmallProblems<float>(16384, 8, 4);
+  const Problems<double> pb = PoissonBinomial(4000);
+  for (bool reserve : {false, true}) {
+    std::printf("-- %s\n", reserve ? "Reserve() first" : "no Reserve()");
+    Time("small 16384x8x4 f32", small, runs, reserve);
+    Time("pb n=4000 f64 log", pb, runs, reserve);
+  }
   return 0;
 }
 

@@ -10,10 +10,10 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -96,6 +96,15 @@ constexpr size_t Align(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs() {
   return absl::MakeConstSpan(kDirectConfigs);
+}
+
+template <typename T>
+void EnumerateBatchBuilder<T>::Reserve(size_t problems, size_t terms,
+                                       size_t values) {
+  problems_.reserve(problems_.size() + problems);
+  pending_.reserve(pending_.size() + problems);
+  terms_.reserve(terms_.size() + terms);
+  values_.reserve(values_.size() + values);
 }
 
 template <typename T>
@@ -200,11 +209,65 @@ absl::Status EnumerateBatchBuilder<T>::PlanFft(int64_t* scratch_doubles) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A launch of the direct path is a group of pair convolutions keyed by
+// (tree level, kind, config, f32). The key as one dense index, ordered as
+// the tuple (level, then kind, config, f32), so that the groups in index
+// order run the tree bottom up, a level's launches after the last level's.
+constexpr int kLinearSlots = 2 * kNumDirectConfigs;  // config, f32
+constexpr int kLogSlots = 2 * static_cast<int>(std::size(kLogGroups));
+constexpr int kGroupsPerLevel = 1 + kLinearSlots + kLogSlots;  // 1: copies
+// Levels of a tree of fewer than 2^31 terms, plus level 0 (the copies).
+constexpr int kMaxLevels = 32;
+
+int GroupIndex(int level, LaunchKind kind, int config, bool f32) {
+  const int in_kind = 2 * config + (f32 ? 1 : 0);
+  const int slot = kind == LaunchKind::kCopy     ? 0
+                   : kind == LaunchKind::kLinear ? 1 + in_kind
+                                                 : 1 + kLinearSlots + in_kind;
+  return level * kGroupsPerLevel + slot;
+}
+
+// The inverse of GroupIndex: the launch's level, kind, config and f32.
+void SetGroup(int group, Launch* l) {
+  l->level = group / kGroupsPerLevel;
+  const int slot = group % kGroupsPerLevel;
+  if (slot == 0) {
+    l->kind = LaunchKind::kCopy;
+    l->config = 0;
+    l->f32 = false;
+    return;
+  }
+  const bool linear = slot <= kLinearSlots;
+  const int in_kind = linear ? slot - 1 : slot - 1 - kLinearSlots;
+  l->kind = linear ? LaunchKind::kLinear : LaunchKind::kLog;
+  l->config = in_kind / 2;
+  l->f32 = in_kind % 2 == 1;
+}
+
+}  // namespace
+
 template <typename T>
-void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
-  // Pair convolutions grouped by launch: (tree level, kind, config, f32).
-  using Key = std::tuple<int, int, int, bool>;
-  std::map<Key, std::vector<StepProblem>> groups;
+template <typename Visit>
+int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
+                                             Visit&& visit) const {
+  // The tree of enumerate.h. Scratch: three buffers of L doubles, L the
+  // sum of the terms' lengths. A node covering terms [i, j) lives at
+  // offset prefix(i) (the lengths of the terms before i) of its buffer,
+  // and is at most prefix(j) - prefix(i) long, so the nodes of a level
+  // never overlap. Level l writes buffer l % 2 and reads level l - 1's
+  // (the other), except the odd last node that a level passes up: it
+  // stays where it was written, to the right of every node written after
+  // it, and when a later level pairs it while it sits in that level's
+  // buffer, their node goes to the third buffer instead.
+  struct Node {
+    int64_t at;      // values index (a term) or scratch index
+    int64_t prefix;  // prefix(first term)
+    int32_t len;
+    int buffer;  // -1: a term in values
+  };
+  std::vector<Node> nodes, next;  // reused by every problem
   for (size_t p = 0; p < problems_.size(); ++p) {
     const EnumerateProblem& prob = problems_[p];
     if (prob.fft) continue;
@@ -215,38 +278,20 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
                           (prob.out == ProbSpace::kLog ? kOutLog : 0u);
     if (pd.num_terms == 1) {
       const Term& t = terms_[pd.first_term];
-      StepProblem sp{0,         t.values, prob.out_begin,
-                     0,         t.length, static_cast<int32_t>(p),
-                     space_bits};
-      groups[Key{0, static_cast<int>(LaunchKind::kCopy), 0, false}].push_back(
-          sp);
+      visit(GroupIndex(0, LaunchKind::kCopy, 0, false),
+            StepProblem{0, t.values, prob.out_begin, 0, t.length,
+                        static_cast<int32_t>(p), space_bits});
       continue;
     }
-    // The tree of enumerate.h. Scratch: three buffers of L doubles, L the
-    // sum of the terms' lengths. A node covering terms [i, j) lives at
-    // offset prefix(i) (the lengths of the terms before i) of its buffer,
-    // and is at most prefix(j) - prefix(i) long, so the nodes of a level
-    // never overlap. Level l writes buffer l % 2 and reads level l - 1's
-    // (the other), except the odd last node that a level passes up: it
-    // stays where it was written, to the right of every node written after
-    // it, and when a later level pairs it while it sits in that level's
-    // buffer, their node goes to the third buffer instead.
-    struct Node {
-      int64_t at;      // values index (a term) or scratch index
-      int64_t prefix;  // prefix(first term)
-      int32_t len;
-      int buffer;  // -1: a term in values
-    };
-    std::vector<Node> nodes;
+    nodes.clear();
     int64_t total_len = 0;
     for (int32_t t = 0; t < pd.num_terms; ++t) {
       const Term& term = terms_[pd.first_term + t];
       nodes.push_back({term.values, total_len, term.length, -1});
       total_len += term.length;
     }
-    const int64_t base = *scratch_doubles;
-    if (pd.num_terms > 2) *scratch_doubles += 3 * total_len;
-    std::vector<Node> next;
+    const int64_t base = scratch_doubles;
+    if (pd.num_terms > 2) scratch_doubles += 3 * total_len;
     for (int level = 1; nodes.size() > 1; ++level) {
       const bool root = nodes.size() == 2;
       next.clear();
@@ -272,11 +317,9 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
         }
         const int64_t lx = std::min(a.len, b.len);
         const int64_t ly = std::max(a.len, b.len);
-        pairs_ += lx * ly;
-        Key key;
+        int group;
         if (log_path) {
-          key = Key{level, static_cast<int>(LaunchKind::kLog),
-                    AutoLogConfig(lx), false};
+          group = GroupIndex(level, LaunchKind::kLog, AutoLogConfig(lx), false);
         } else {
           const int config = options_.method == EnumerateMethod::kDirect &&
                                      options_.direct_config >= 0 &&
@@ -291,39 +334,68 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
           // partial sum.
           const bool f32 =
               std::is_same_v<T, float> && a.buffer < 0 && b.buffer < 0 && root;
-          key = Key{level, static_cast<int>(LaunchKind::kLinear), config, f32};
+          group = GroupIndex(level, LaunchKind::kLinear, config, f32);
         }
-        groups[key].push_back(sp);
+        visit(group, sp);
         next.push_back(r);
       }
       if (nodes.size() % 2 == 1) next.push_back(nodes.back());
       std::swap(nodes, next);
     }
   }
-  // std::map orders by level first, so a level's launches follow the last
-  // level's: the stream runs the tree bottom up.
-  for (auto& [key, sps] : groups) {
+  return scratch_doubles;
+}
+
+template <typename T>
+void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
+  // Pair convolutions grouped by launch, each group in the order the walk
+  // makes them, the groups in index order (GroupIndex). Two walks of the
+  // trees, so that no group needs a list of its own: the first counts each
+  // group's pair convolutions, the second writes each straight to its place.
+  std::vector<int64_t> group_begin(kMaxLevels * kGroupsPerLevel + 1, 0);
+  WalkDirect(*scratch_doubles,
+             [&](int group, const StepProblem&) { ++group_begin[group + 1]; });
+  for (size_t g = 1; g < group_begin.size(); ++g) {
+    group_begin[g] += group_begin[g - 1];
+  }
+  const int64_t steps_at = static_cast<int64_t>(steps_.size());
+  steps_.resize(steps_.size() + group_begin.back());
+  std::vector<int64_t> cursor(group_begin.begin(), group_begin.end() - 1);
+  *scratch_doubles =
+      WalkDirect(*scratch_doubles, [&](int group, const StepProblem& sp) {
+        if (group % kGroupsPerLevel != 0) {  // not a copy: a pair
+          pairs_ += static_cast<int64_t>(sp.a_len) * sp.b_len;
+        }
+        steps_[steps_at + cursor[group]++] = sp;
+      });
+  for (int group = 0; group + 1 < static_cast<int>(group_begin.size());
+       ++group) {
+    const int64_t count = group_begin[group + 1] - group_begin[group];
+    if (count == 0) continue;
     Launch l;
-    l.level = std::get<0>(key);
-    l.kind = static_cast<LaunchKind>(std::get<1>(key));
-    l.config = std::get<2>(key);
-    l.f32 = std::get<3>(key);
-    l.sp_begin = static_cast<int64_t>(steps_.size());
-    l.sp_count = static_cast<int64_t>(sps.size());
+    SetGroup(group, &l);
+    l.sp_begin = steps_at + group_begin[group];
+    l.sp_count = count;
+    const absl::Span<const StepProblem> sps(steps_.data() + l.sp_begin,
+                                            static_cast<size_t>(count));
     if (l.kind == LaunchKind::kCopy) {
       l.task_begin = -1;
       l.task_count = l.sp_count;
     } else {
       const int tw = TileOutputs(l.kind, l.config);
+      int64_t tiles_total = 0;
       bool single = true;
       for (const StepProblem& sp : sps) {
-        single &= static_cast<int64_t>(sp.a_len) + sp.b_len - 1 <= tw;
+        const int64_t K = static_cast<int64_t>(sp.a_len) + sp.b_len - 1;
+        single &= K <= tw;
+        tiles_total += (K + tw - 1) / tw;
       }
       if (single) {
         l.task_begin = -1;
         l.task_count = l.sp_count;
       } else {
         l.task_begin = static_cast<int64_t>(tasks_.size());
+        tasks_.reserve(tasks_.size() + static_cast<size_t>(tiles_total));
         for (size_t i = 0; i < sps.size(); ++i) {
           const int64_t K =
               static_cast<int64_t>(sps[i].a_len) + sps[i].b_len - 1;
@@ -336,7 +408,6 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
         l.task_count = static_cast<int64_t>(tasks_.size()) - l.task_begin;
       }
     }
-    steps_.insert(steps_.end(), sps.begin(), sps.end());
     launches_.push_back(l);
   }
 }

@@ -24,13 +24,23 @@ struct PlacedProblem {
   int index;    // within the builder
 };
 
+// The problem's terms as the kernels take them, in `terms` (reused from
+// problem to problem, so that a batch of many small problems does not
+// allocate one list each).
+template <typename T>
+void FillTerms(const EnumerateProblem<T>& problem,
+               std::vector<kernels::PmfTerm<T>>* terms) {
+  terms->resize(problem.terms.size());
+  for (size_t t = 0; t < terms->size(); ++t) {
+    (*terms)[t].offset = problem.offsets[t];
+    (*terms)[t].values = problem.terms[t];
+  }
+}
+
 template <typename T>
 std::vector<kernels::PmfTerm<T>> Terms(const EnumerateProblem<T>& problem) {
-  std::vector<kernels::PmfTerm<T>> terms(problem.terms.size());
-  for (size_t t = 0; t < terms.size(); ++t) {
-    terms[t].offset = problem.offsets[t];
-    terms[t].values = problem.terms[t];
-  }
+  std::vector<kernels::PmfTerm<T>> terms;
+  FillTerms(problem, &terms);
   return terms;
 }
 
@@ -55,12 +65,26 @@ template <typename T>
 absl::StatusOr<double> RunEnumerate(Batch<EnumerateJob>& batch,
                                     CudaSlot& slot) {
   kc::EnumerateBatchBuilder<T> builder;
+  // Room for every problem first: the builder's lists then never move.
+  size_t problems = 0, terms_in_all = 0, values = 0;
+  for (const auto& job : batch.jobs) {
+    const auto* work = std::get_if<EnumerateWork<T>>(&job->work);
+    if (work == nullptr) continue;
+    problems += work->problems.size();
+    for (const EnumerateProblem<T>& problem : work->problems) {
+      terms_in_all += problem.terms.size();
+      for (const auto& term : problem.terms) values += term.size();
+    }
+  }
+  builder.Reserve(problems, terms_in_all, values);
   std::vector<PlacedProblem<T>> placed;
+  placed.reserve(problems);
+  std::vector<kernels::PmfTerm<T>> terms;
   for (auto& job : batch.jobs) {
     auto* work = std::get_if<EnumerateWork<T>>(&job->work);
     if (work == nullptr) continue;  // the other precision's launch
     for (size_t p = 0; p < work->problems.size(); ++p) {
-      const std::vector<kernels::PmfTerm<T>> terms = Terms(work->problems[p]);
+      FillTerms(work->problems[p], &terms);
       absl::StatusOr<int> index =
           builder.Add(terms, work->input_space, work->output_space);
       if (!index.ok()) {  // validated before queueing: cannot happen

@@ -288,6 +288,10 @@ class EnumerateBatchBuilder {
   explicit EnumerateBatchBuilder(const EnumerateOptions& options = {})
       : options_(options) {}
 
+  // Optional, before Add(): room for this many more problems, terms and
+  // term values in all, so that adding them moves nothing.
+  void Reserve(size_t problems, size_t terms, size_t values);
+
   // Validates the problem as EnumerateCpu does (InvalidArgument naming the
   // field) and adds it; returns its index in the batch.
   absl::StatusOr<int> Add(absl::Span<const PmfTerm<T>> terms, ProbSpace in,
@@ -340,6 +344,12 @@ class EnumerateBatchBuilder {
 
   absl::Status PlanFft(int64_t* scratch_doubles);
   void PlanDirect(int64_t* scratch_doubles);
+  // Walks the direct path's trees (problems not routed to the FFT), calling
+  // visit(group, step_problem) for each pair convolution (and one-term
+  // copy), group the index of its launch; the trees' scratch starts at
+  // scratch_doubles. Returns the end of their scratch.
+  template <typename Visit>
+  int64_t WalkDirect(int64_t scratch_doubles, Visit&& visit) const;
 
   EnumerateOptions options_;
   bool finished_ = false;
