@@ -5,9 +5,9 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb small.
+# service floor multi wire pb small plan.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -110,6 +110,14 @@ fi
 if want pb; then
   ./poisson_binomial.sh . "$work/pb" > "$work/pb.log" 2>&1
   summary "poisson binomial bench: rc=$? $(tail -1 "$work/pb.log")"
+fi
+
+# The CUDA enumeration's host planning on this host's CPU (issue 15): Add,
+# Finish and PackInto of 16,384 problems of 8 terms of 4 points (float32)
+# and of a Poisson binomial of 4,000 terms (float64, log out), ms per stage.
+if want plan; then
+  ./enumerate_plan_bench --runs=25 > "$work/plan.log" 2>&1
+  summary "enumerate host planning: rc=$? $(grep 'Reserve() first' -A2 "$work/plan.log" | tail -2 | tr '\n' ';')"
 fi
 
 # Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor,
