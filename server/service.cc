@@ -305,7 +305,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeStream(
 
 // Raw streamed calls: the body parsed (ParseBody), then ServeStream with
 // the inner request (`parse` takes it, shared: the pointer owns the whole
-// body's arena) and the client's chunk maximum (`chunk_max`, the stream
+// body's message) and the client's chunk maximum (`chunk_max`, the stream
 // request's field).
 template <typename JobT, typename ChunkResponse, typename Request,
           typename ParseFn, typename SliceFn>
@@ -320,7 +320,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeRawStream(
   if (!request.ok()) return StreamRefusal::Finished(request.status());
   const std::shared_ptr<const Request>& whole = *request;
   using Inner = std::decay_t<decltype(whole->request())>;
-  // The inner request, owned with the whole body's arena.
+  // The inner request, owned with the whole body's message.
   std::shared_ptr<const Inner> inner(whole, &whole->request());
   return ServeStream<JobT, ChunkResponse>(
       rpc, context, [&] { return parse(std::move(inner)); }, chunk_field,
