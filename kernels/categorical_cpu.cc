@@ -65,6 +65,10 @@ absl::Status ValidateLogitsRow(const T* row, int64_t r, int64_t categories) {
   return absl::OkStatus();
 }
 
+// ValidateCategorical's checks but for the values themselves (below).
+absl::Status ValidateShape(size_t values_size, const CategoricalShape& shape,
+                           WeightKind kind);
+
 absl::Status ValidateOutput(const CategoricalShape& shape, size_t out_size) {
   // Validated shape: rows >= 1 and 1 <= draws <= 2^20.
   if (shape.rows > std::numeric_limits<int64_t>::max() / shape.draws ||
@@ -112,10 +116,14 @@ struct ReferenceMethod {
 };
 
 template <typename T, typename Method>
-absl::Status Sample(absl::Span<const T> values, const CategoricalShape& shape,
-                    WeightKind kind, uint64_t seed, uint64_t first_row,
-                    absl::Span<int32_t> out) {
-  if (absl::Status s = ValidateCategorical(values, shape, kind); !s.ok()) {
+absl::Status Sample(
+    absl::Span<const T> values, const CategoricalShape& shape, WeightKind kind,
+    uint64_t seed, uint64_t first_row, absl::Span<int32_t> out,
+    CategoricalValues values_are = CategoricalValues::kUnchecked) {
+  if (absl::Status s = values_are == CategoricalValues::kUnchecked
+                           ? ValidateCategorical(values, shape, kind)
+                           : ValidateShape(values.size(), shape, kind);
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = ValidateOutput(shape, out.size()); !s.ok()) return s;
@@ -158,12 +166,8 @@ absl::Status Sample(absl::Span<const T> values, const CategoricalShape& shape,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-template <typename T>
-absl::Status ValidateCategorical(absl::Span<const T> values,
-                                 const CategoricalShape& shape,
-                                 WeightKind kind) {
+absl::Status ValidateShape(size_t values_size, const CategoricalShape& shape,
+                           WeightKind kind) {
   if (shape.rows < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("rows = ", shape.rows, ": must be >= 1"));
@@ -180,11 +184,23 @@ absl::Status ValidateCategorical(absl::Span<const T> values,
                                                    kMaxCategoricalDraws, "]"));
   }
   if (shape.rows > std::numeric_limits<int64_t>::max() / shape.categories ||
-      values.size() != static_cast<uint64_t>(shape.rows * shape.categories)) {
+      values_size != static_cast<uint64_t>(shape.rows * shape.categories)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(FieldName(kind), ".size() = ", values.size(),
+        absl::StrCat(FieldName(kind), ".size() = ", values_size,
                      ": must equal rows * categories = ", shape.rows, " * ",
                      shape.categories));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+template <typename T>
+absl::Status ValidateCategorical(absl::Span<const T> values,
+                                 const CategoricalShape& shape,
+                                 WeightKind kind) {
+  if (absl::Status s = ValidateShape(values.size(), shape, kind); !s.ok()) {
+    return s;
   }
   for (int64_t r = 0; r < shape.rows; ++r) {
     const T* row = values.data() + r * shape.categories;
@@ -200,8 +216,10 @@ template <typename T>
 absl::Status SampleCategoricalCpu(absl::Span<const T> values,
                                   const CategoricalShape& shape,
                                   WeightKind kind, uint64_t seed,
-                                  uint64_t first_row, absl::Span<int32_t> out) {
-  return Sample<T, ButterflyMethod>(values, shape, kind, seed, first_row, out);
+                                  uint64_t first_row, absl::Span<int32_t> out,
+                                  CategoricalValues values_are) {
+  return Sample<T, ButterflyMethod>(values, shape, kind, seed, first_row, out,
+                                    values_are);
 }
 
 template <typename T>
@@ -222,13 +240,11 @@ template absl::Status ValidateCategorical<double>(absl::Span<const double>,
 template absl::Status SampleCategoricalCpu<float>(absl::Span<const float>,
                                                   const CategoricalShape&,
                                                   WeightKind, uint64_t,
-                                                  uint64_t,
-                                                  absl::Span<int32_t>);
-template absl::Status SampleCategoricalCpu<double>(absl::Span<const double>,
-                                                   const CategoricalShape&,
-                                                   WeightKind, uint64_t,
-                                                   uint64_t,
-                                                   absl::Span<int32_t>);
+                                                  uint64_t, absl::Span<int32_t>,
+                                                  CategoricalValues);
+template absl::Status SampleCategoricalCpu<double>(
+    absl::Span<const double>, const CategoricalShape&, WeightKind, uint64_t,
+    uint64_t, absl::Span<int32_t>, CategoricalValues);
 template absl::Status SampleCategoricalReferenceCpu<float>(
     absl::Span<const float>, const CategoricalShape&, WeightKind, uint64_t,
     uint64_t, absl::Span<int32_t>);

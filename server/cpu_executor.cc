@@ -348,10 +348,12 @@ absl::Status RunCategorical(const CategoricalJob& job, CategoricalWork<T>& w,
   const size_t rows = static_cast<size_t>(piece.end - piece.begin);
   kernels::CategoricalShape shape = job.shape;
   shape.rows = static_cast<int64_t>(rows);
+  // Parsing validated the values (request_parse.h): the pieces do not read
+  // them a second time before sampling.
   return kernels::SampleCategoricalCpu<T>(
-      absl::MakeConstSpan(w.values).subspan(begin * k, rows * k), shape,
-      job.weight_kind, job.seed, job.first_row + begin,
-      w.out.subspan(begin * d, rows * d));
+      w.values.subspan(begin * k, rows * k), shape, job.weight_kind, job.seed,
+      job.first_row + begin, w.out.subspan(begin * d, rows * d),
+      kernels::CategoricalValues::kValidated);
 }
 
 absl::Status RunPiece(CategoricalJob& job, const Piece& piece) {

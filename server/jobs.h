@@ -95,7 +95,10 @@ struct EnumerateJob : Job {
 
 template <typename T>
 struct CategoricalWork {
-  std::vector<T> values;    // rows x categories, row-major
+  // rows x categories, row-major, in memory that the job's values_owner
+  // keeps alive: the parsed request's own (its arena), read where it lies,
+  // or a converted copy (request_parse.h).
+  absl::Span<const T> values;
   absl::Span<int32_t> out;  // rows x draws
 };
 struct CategoricalJob : Job {
@@ -103,6 +106,9 @@ struct CategoricalJob : Job {
   kernels::WeightKind weight_kind = kernels::WeightKind::kWeights;
   uint64_t first_row = 0;  // within the request (chunks of a stream)
   std::variant<CategoricalWork<float>, CategoricalWork<double>> work;
+  // Owns the memory work.values points into; shared by a stream's pieces,
+  // whose values are spans of the whole request's.
+  std::shared_ptr<const void> values_owner;
 };
 
 template <typename T>

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "google/protobuf/repeated_field.h"
 #include "sampler/kernels/boards.h"
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/dirichlet.h"
@@ -743,21 +744,51 @@ absl::StatusOr<std::shared_ptr<GammaJob>> ParseGammaImpl(
 
 // ----------------------------------------------------------- categorical --
 
+// The request's values of T, or null when they come in the other
+// representation (or none).
+template <typename T>
+const google::protobuf::RepeatedField<T>* ValuesOfType(const v1::Reals& reals) {
+  if constexpr (std::is_same_v<T, float>) {
+    return reals.has_f32() ? &reals.f32().values() : nullptr;
+  } else {
+    return reals.has_f64() ? &reals.f64().values() : nullptr;
+  }
+}
+
+// The job's values: read where they lie in the request when
+// `request_owner` keeps it alive and they come in the request's precision
+// (the job then shares that ownership); otherwise a copy of the job's own,
+// which values of the other representation need anyway (float32 values
+// widened for a float64 request, float64 values rounded for a float32 one).
+// Validated once, here: every backend reads them as they are then.
 template <typename T>
 absl::Status BuildCategorical(const v1::SampleCategoricalRequest& request,
-                              const kernels::CategoricalShape& shape,
-                              kernels::WeightKind kind,
-                              CategoricalWork<T>* work) {
-  SAMPLER_RETURN_IF_ERROR(ReadReals(request.values(), "values", Tiny::kAllowed,
-                                    &work->values, shape.categories));
+                              std::shared_ptr<const void> request_owner,
+                              CategoricalJob* job) {
+  auto& work = job->work.emplace<CategoricalWork<T>>();
+  const google::protobuf::RepeatedField<T>* in_place =
+      ValuesOfType<T>(request.values());
+  if (request_owner != nullptr && in_place != nullptr) {
+    work.values = absl::MakeConstSpan(in_place->data(), in_place->size());
+    job->values_owner = std::move(request_owner);
+  } else {
+    auto copy = std::make_shared<std::vector<T>>();
+    SAMPLER_RETURN_IF_ERROR(ReadReals(request.values(), "values",
+                                      Tiny::kAllowed, copy.get(),
+                                      job->shape.categories));
+    work.values = absl::MakeConstSpan(*copy);
+    job->values_owner = std::move(copy);
+  }
+  const kernels::WeightKind kind = job->weight_kind;
   const char* kernel_field =
       kind == kernels::WeightKind::kLogits ? "logits" : "weights";
-  return Renamed(kernels::ValidateCategorical<T>(work->values, shape, kind),
+  return Renamed(kernels::ValidateCategorical<T>(work.values, job->shape, kind),
                  kernel_field, "values", kernel_field);
 }
 
 absl::StatusOr<std::shared_ptr<CategoricalJob>> ParseCategoricalImpl(
-    const v1::SampleCategoricalRequest& request, const RequestLimits& limits,
+    const v1::SampleCategoricalRequest& request,
+    std::shared_ptr<const void> request_owner, const RequestLimits& limits,
     const SeedSource& seeds, bool streamed) {
   SAMPLER_ASSIGN_OR_RETURN(const bool is_float,
                            ParsePrecision(request.precision()));
@@ -795,11 +826,10 @@ absl::StatusOr<std::shared_ptr<CategoricalJob>> ParseCategoricalImpl(
   job->shape.draws = draws;
   job->weight_kind = kind;
   SAMPLER_RETURN_IF_ERROR(
-      is_float
-          ? BuildCategorical(request, job->shape, kind,
-                             &job->work.emplace<CategoricalWork<float>>())
-          : BuildCategorical(request, job->shape, kind,
-                             &job->work.emplace<CategoricalWork<double>>()));
+      is_float ? BuildCategorical<float>(request, std::move(request_owner),
+                                         job.get())
+               : BuildCategorical<double>(request, std::move(request_owner),
+                                          job.get()));
   Size size;
   size.items = SatMul(job->shape.rows, draws);
   size.bytes = SatAdd(
@@ -928,7 +958,18 @@ absl::StatusOr<std::shared_ptr<EnumerateJob>> ParseEnumerate(
 absl::StatusOr<std::shared_ptr<CategoricalJob>> ParseCategorical(
     const v1::SampleCategoricalRequest& request, const RequestLimits& limits,
     const SeedSource& seeds, bool streamed) {
-  auto job = ParseCategoricalImpl(request, limits, seeds, streamed);
+  auto job = ParseCategoricalImpl(request, /*request_owner=*/nullptr, limits,
+                                  seeds, streamed);
+  if (!job.ok()) return InRequest(job.status(), streamed);
+  return job;
+}
+
+absl::StatusOr<std::shared_ptr<CategoricalJob>> ParseCategorical(
+    std::shared_ptr<const v1::SampleCategoricalRequest> request,
+    const RequestLimits& limits, const SeedSource& seeds, bool streamed) {
+  const v1::SampleCategoricalRequest& r = *request;
+  auto job =
+      ParseCategoricalImpl(r, std::move(request), limits, seeds, streamed);
   if (!job.ok()) return InRequest(job.status(), streamed);
   return job;
 }

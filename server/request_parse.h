@@ -69,9 +69,17 @@ using SeedSource = std::function<uint64_t()>;
 absl::StatusOr<std::shared_ptr<EnumerateJob>> ParseEnumerate(
     const v1::EnumerateRequest& request, const RequestLimits& limits);
 
+// The job's values are a copy of the request's (CategoricalWork).
 absl::StatusOr<std::shared_ptr<CategoricalJob>> ParseCategorical(
     const v1::SampleCategoricalRequest& request, const RequestLimits& limits,
     const SeedSource& seeds, bool streamed);
+// The same, the job reading the values where they lie in `request` and
+// sharing its ownership (issue 13 item 3: a 16 MB upload is not copied
+// again after protobuf has parsed it). Values in the other representation
+// than the request's precision are converted, which takes a copy.
+absl::StatusOr<std::shared_ptr<CategoricalJob>> ParseCategorical(
+    std::shared_ptr<const v1::SampleCategoricalRequest> request,
+    const RequestLimits& limits, const SeedSource& seeds, bool streamed);
 
 absl::StatusOr<std::shared_ptr<GammaJob>> ParseGamma(
     const v1::SampleGammaRequest& request, const RequestLimits& limits,

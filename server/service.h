@@ -10,7 +10,8 @@
 // and boards, and every stream) are gRPC raw methods: the service parses
 // their request bodies itself (wire_request.h) and sends their answers with
 // the values borrowed from the answer's memory (wire_answer.h), the bytes
-// exactly those protobuf would write.
+// exactly those protobuf would write. SampleCategorical is raw too, for its
+// request: its job reads the parsed weights in place (request_parse.h).
 #ifndef SAMPLER_SERVER_SERVICE_H_
 #define SAMPLER_SERVER_SERVICE_H_
 
@@ -58,7 +59,10 @@ using SamplerServiceBase =
                         WithRawCallbackMethod_SampleBoardsStream<
                             v1::SamplerService::
                                 WithRawCallbackMethod_SampleCategoricalStream<
-                                    v1::SamplerService::CallbackService>>>>>>;
+                                    v1::SamplerService::
+                                        WithRawCallbackMethod_SampleCategorical<
+                                            v1::SamplerService::
+                                                CallbackService>>>>>>>;
 
 class SamplerServiceImpl final : public SamplerServiceBase {
  public:
@@ -73,10 +77,11 @@ class SamplerServiceImpl final : public SamplerServiceBase {
   grpc::ServerUnaryReactor* Enumerate(grpc::CallbackServerContext* context,
                                       const v1::EnumerateRequest* request,
                                       v1::EnumerateResponse* response) override;
+  // Raw: v1::SampleCategoricalRequest -> v1::SampleCategoricalResponse (the
+  // job reads the request's values where protobuf parsed them).
   grpc::ServerUnaryReactor* SampleCategorical(
-      grpc::CallbackServerContext* context,
-      const v1::SampleCategoricalRequest* request,
-      v1::SampleCategoricalResponse* response) override;
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
   // Raw: a v1::SampleCategoricalStreamRequest in, its response messages out.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* SampleCategoricalStream(
       grpc::CallbackServerContext* context,

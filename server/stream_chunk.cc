@@ -164,12 +164,13 @@ std::shared_ptr<CategoricalJob> SliceCategorical(
           fits = false;
           return;
         }
-        part.values.assign(work.values.begin() + begin,
-                           work.values.begin() + end);
+        // The piece reads the whole request's values (no copy).
+        part.values = work.values.subspan(begin, end - begin);
         part.out = BindIndices(job->items, chunk->mutable_indices());
       },
       whole.work);
   if (!fits) return nullptr;
+  job->values_owner = whole.values_owner;
   chunk->set_first_row(static_cast<int64_t>(job->first_row));
   chunk->set_rows(rows);
   chunk->set_draws(job->shape.draws);

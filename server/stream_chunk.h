@@ -82,7 +82,8 @@ absl::Status ValidateChunkMax(absl::string_view field, int64_t value);
 // A chunk of a parsed streamed job: units [first, first + count) of `whole`
 // (relative to whole; precondition 0 <= first, 1 <= count, first + count <=
 // StreamUnits, otherwise nullptr). The chunk job owns a copy of its part of
-// the inputs, keeps the Philox item indices of the whole request
+// the inputs (categorical pieces share the whole's values and their owner
+// instead), keeps the Philox item indices of the whole request
 // (first_row / first_sample / first_position = whole's + first), has items,
 // seed, deadline and cancelled of its own (copied; done, status and
 // enqueued are left to the caller), and its outputs are bound to `chunk`

@@ -216,6 +216,11 @@ grpc::ByteBuffer AnswerToWire(
   return std::move(writer).Finish();
 }
 
+grpc::ByteBuffer AnswerToWire(
+    std::shared_ptr<const v1::SampleCategoricalResponse> answer) {
+  return SerializedToWire(*answer);
+}
+
 bool PieceToWire(std::shared_ptr<const v1::SampleGammaStreamResponse> piece,
                  int64_t first, int64_t count, grpc::ByteBuffer* wire) {
   const v1::SampleGammaStreamResponse& p = *piece;

@@ -36,6 +36,9 @@ grpc::ByteBuffer AnswerToWire(
     std::shared_ptr<const v1::SampleDirichletResponse> answer);
 grpc::ByteBuffer AnswerToWire(
     std::shared_ptr<const v1::SampleBoardsResponse> answer);
+// Serialized (SerializedToWire): its indices are varints.
+grpc::ByteBuffer AnswerToWire(
+    std::shared_ptr<const v1::SampleCategoricalResponse> answer);
 
 // Streams: the message of units [first, first + count) of a computed piece
 // (stream_chunk.h), the bytes Cut*Message(*piece, first, count, &m) would

@@ -235,7 +235,7 @@ std::shared_ptr<CategoricalJob> Categorical(int64_t rows, int64_t k,
                                             std::vector<Check>& checks) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(0, 1);
-  CategoricalWork<T> w;
+  auto values = std::make_shared<std::vector<T>>();
   for (int64_t i = 0; i < rows * k; ++i) {
     double v = dist(rng);
     if (kind == kernels::WeightKind::kWeights) {
@@ -244,8 +244,10 @@ std::shared_ptr<CategoricalJob> Categorical(int64_t rows, int64_t k,
       v = v < 0.1 && i % k != 0 ? -std::numeric_limits<double>::infinity()
                                 : 10 * v - 5;
     }
-    w.values.push_back(static_cast<T>(v));
+    values->push_back(static_cast<T>(v));
   }
+  CategoricalWork<T> w;
+  w.values = absl::MakeConstSpan(*values);
   const size_t n = static_cast<size_t>(rows * draws);
   auto out = std::make_shared<std::vector<int32_t>>(n, -1);
   w.out = absl::MakeSpan(*out);
@@ -262,6 +264,7 @@ std::shared_ptr<CategoricalJob> Categorical(int64_t rows, int64_t k,
   checks.push_back(CompareLater(out, std::move(expected),
                                 "categorical seed " + std::to_string(seed)));
   job->work = std::move(w);
+  job->values_owner = std::move(values);
   return job;
 }
 

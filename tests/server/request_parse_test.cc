@@ -669,6 +669,52 @@ TEST(ValidateCategorical, AcceptsSubnormalTotals) {
   EXPECT_EQ(d->values, (std::vector<double>{5e-324, 5e-324}));
 }
 
+// Issue 13 item 3: given shared ownership of the request, the job reads
+// values of the request's precision where protobuf parsed them, keeping the
+// request alive; values of the other representation are converted into a
+// copy of the job's own, and so are values of a request it does not own.
+TEST(ValidateCategorical, ReadsSharedRequestsValuesInPlace) {
+  auto request = std::make_shared<v1::SampleCategoricalRequest>(
+      Text<v1::SampleCategoricalRequest>(
+          "categories: 2 precision: PRECISION_FLOAT32 values { f32 { values: "
+          "[1, 2, 3, 4] } }"));
+  const float* parsed = request->values().f32().values().data();
+  std::weak_ptr<v1::SampleCategoricalRequest> alive = request;
+  auto job = ParseCategorical(
+      std::shared_ptr<const v1::SampleCategoricalRequest>(request),
+      RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto* f = std::get_if<CategoricalWork<float>>(&(*job)->work);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->values.data(), parsed);
+  EXPECT_EQ(f->values.size(), 4u);
+  request.reset();
+  EXPECT_FALSE(alive.expired());  // the job keeps it
+  EXPECT_EQ(f->values, (std::vector<float>{1, 2, 3, 4}));
+  job->reset();
+  EXPECT_TRUE(alive.expired());
+
+  // Float64 values for a float32 request: rounded into the job's copy.
+  auto widened = std::make_shared<const v1::SampleCategoricalRequest>(
+      Text<v1::SampleCategoricalRequest>(
+          "categories: 2 precision: PRECISION_FLOAT32 values { f64 { values: "
+          "[0.1, 2] } }"));
+  auto converted = ParseCategorical(widened, RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(converted.ok()) << converted.status();
+  auto* c = std::get_if<CategoricalWork<float>>(&(*converted)->work);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->values, (std::vector<float>{0.1f, 2.0f}));
+  EXPECT_NE((*converted)->values_owner, nullptr);
+  EXPECT_NE((*converted)->values_owner.get(),
+            static_cast<const void*>(widened.get()));
+
+  // The overload taking a reference copies.
+  auto copied = ParseCategorical(*widened, RequestLimits(), kSeeds, false);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(std::get<CategoricalWork<float>>((*copied)->work).values,
+            (std::vector<float>{0.1f, 2.0f}));
+}
+
 TEST(ValidateGamma, DefaultsAndBind) {
   // Elements without scale: the job's scale stays empty (means 1), f32
   // input to a float64 request is exact.

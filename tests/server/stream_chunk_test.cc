@@ -191,6 +191,11 @@ TEST(ValidateStream, CategoricalChunksMatchTheWholeRequest) {
     EXPECT_EQ(chunk.seed(), 11u);
     auto& work = std::get<CategoricalWork<double>>(job->work);
     EXPECT_EQ(work.out.data(), chunk.indices().data());
+    // The piece reads the whole's values (no copy) and shares their owner.
+    const auto& stream_work =
+        std::get<CategoricalWork<double>>((*stream)->work);
+    EXPECT_EQ(work.values.data(), stream_work.values.data() + first * 5);
+    EXPECT_EQ(job->values_owner, (*stream)->values_owner);
     ASSERT_TRUE(kernels::SampleCategoricalCpu<double>(
                     work.values, job->shape, job->weight_kind, job->seed,
                     job->first_row, work.out)

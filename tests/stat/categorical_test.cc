@@ -970,5 +970,38 @@ TYPED_TEST(CategoricalTest, RejectsWrongOutputSize) {
                   .ok());
 }
 
+// The entry point for values validated once before (the server's pieces):
+// the same bits as SampleCategoricalCpu on valid values, and the shape and
+// output size still checked.
+TYPED_TEST(CategoricalTest, ValidatedEntryPointGivesTheSameBits) {
+  using T = TypeParam;
+  std::vector<T> weights;
+  for (int i = 0; i < 7 * 40; ++i) weights.push_back(T((i * 13) % 9));
+  for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+    const CategoricalShape shape{7, 40, 5};
+    std::vector<int32_t> checked(35, -1);
+    std::vector<int32_t> validated(35, -2);
+    ASSERT_TRUE(SampleCategoricalCpu<T>(weights, shape, kind, 3, 29,
+                                        absl::MakeSpan(checked))
+                    .ok());
+    ASSERT_TRUE(SampleCategoricalCpu<T>(weights, shape, kind, 3, 29,
+                                        absl::MakeSpan(validated),
+                                        CategoricalValues::kValidated)
+                    .ok());
+    EXPECT_EQ(validated, checked);
+  }
+  std::vector<int32_t> out(35, -7);
+  const absl::Status size = SampleCategoricalCpu<T>(
+      weights, {8, 40, 5}, WeightKind::kWeights, 3, 0, absl::MakeSpan(out),
+      CategoricalValues::kValidated);
+  EXPECT_EQ(size.code(), absl::StatusCode::kInvalidArgument) << size;
+  EXPECT_NE(size.message().find("weights.size()"), std::string::npos) << size;
+  const absl::Status draws = SampleCategoricalCpu<T>(
+      weights, {7, 40, 4}, WeightKind::kWeights, 3, 0, absl::MakeSpan(out),
+      CategoricalValues::kValidated);
+  EXPECT_NE(draws.message().find("out.size()"), std::string::npos) << draws;
+  EXPECT_EQ(out, std::vector<int32_t>(35, -7));
+}
+
 }  // namespace
 }  // namespace sampler::kernels

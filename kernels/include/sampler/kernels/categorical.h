@@ -53,12 +53,18 @@ absl::Status ValidateCategorical(absl::Span<const T> values,
 // and runs on lane (first_row + r) mod 32, exactly as the CUDA kernel would,
 // so a request may be sampled in chunks of any size with the same result.
 // Writes draw d of row r to out[r * draws + d]. Validates everything
-// (ValidateCategorical, and out.size() == rows * draws) before writing.
+// (ValidateCategorical, and out.size() == rows * draws) before writing,
+// unless `values_are` says that ValidateCategorical has already accepted
+// the values for the same kind, whole or as rows of a larger set (the
+// server validates a request once, when it parses it, and samples it in
+// pieces): the shape and out.size() are checked then, but the values are
+// not read a second time. Values never validated must not be passed so.
+enum class CategoricalValues { kUnchecked, kValidated };
 template <typename T>
-absl::Status SampleCategoricalCpu(absl::Span<const T> values,
-                                  const CategoricalShape& shape,
-                                  WeightKind kind, uint64_t seed,
-                                  uint64_t first_row, absl::Span<int32_t> out);
+absl::Status SampleCategoricalCpu(
+    absl::Span<const T> values, const CategoricalShape& shape, WeightKind kind,
+    uint64_t seed, uint64_t first_row, absl::Span<int32_t> out,
+    CategoricalValues values_are = CategoricalValues::kUnchecked);
 
 // The textbook method for comparison in tests: the same integer weights
 // and uniforms as SampleCategoricalCpu, a full sequential prefix sum p_j and
