@@ -30,6 +30,11 @@ server_cpus=${SERVER_CPUS:-0}
 client_cpus=${CLIENT_CPUS:-1}
 frames=$build/bench/service/frames
 [ -x "$frames" ] || frames=$build/frames
+h2load=$build/h2load  # a bundle carries it; a build does not
+[ -x "$h2load" ] || h2load=$(command -v h2load) || {
+  echo "small_rounds.sh: no h2load in $build or on PATH" >&2
+  exit 1
+}
 mkdir -p "$out/frames"
 "$frames" write "$out/frames" > /dev/null
 method=$(awk -F'\t' '$1 == "gamma_256_f32" {print $2}' "$out/frames/cases.tsv")
@@ -59,7 +64,7 @@ PY
     [ -n "$port" ] || { echo "small_rounds.sh: $name did not start" >&2; exit 1; }
     for case in "64x1 -c 64 -m 1" "16x16 -c 16 -m 16"; do
       read -r label args <<< "$case"
-      taskset -c "$client_cpus" h2load "http://127.0.0.1:$port$method" \
+      taskset -c "$client_cpus" "$h2load" "http://127.0.0.1:$port$method" \
         -d "$out/frames/gamma_256_f32.bin" -H 'content-type: application/grpc' \
         -H 'te: trailers' --log-file="$dir/$label.log" $args -t "${H2LOAD_THREADS:-1}" \
         -D "$duration" --warm-up-time=1 > "$dir/$label.txt" 2>&1 &
