@@ -298,7 +298,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeStream(
       env.access_log->Write(rpc, peer, CodeName(status), items, seconds);
     }
   };
-  return new StreamReactor<JobT, ChunkResponse>(
+  return StreamReactor<JobT, ChunkResponse>::Start(
       rpc, context, *std::move(job), units, plan, std::move(slice), to_wire,
       &batcher, metrics, watch, std::move(on_finish));
 }

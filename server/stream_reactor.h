@@ -62,6 +62,12 @@ class StreamRefusal : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   StreamRefusal() = default;
 };
 
+// Test seam (stream_reactor_test): when set, called by every PieceDone
+// after it has released the reactor's lock and before it acts, with whether
+// it has nothing left to do (then other threads may end the stream
+// meanwhile), so that a test can hold it there while the stream ends.
+inline std::atomic<void (*)(bool idle)> piece_done_unlocked_for_test{nullptr};
+
 // Streamed calls. Message size is a wire concern, not a unit of work: the
 // answer is computed in pieces sized for the device (StreamPlan: about
 // target_chunk_bytes each, ONE batched job per piece), and each computed
@@ -73,13 +79,20 @@ class StreamRefusal : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 // the defaults, so 8 MiB); a message is written from its piece's memory
 // (PieceToWire, wire_answer.h: the values borrowed, not copied, so gRPC's
 // reference keeps the piece until the message is sent). Messages are written
-// in order, one at a time. Finish is called
-// only once no piece job is outstanding, so no job outlives the reactor. A
-// client that stops reading is cancelled by the StallWatch after
-// --stream_stall_timeout without write progress.
+// in order, one at a time. Finish is called only once no piece job is
+// outstanding. A client that stops reading is cancelled by the StallWatch
+// after --stream_stall_timeout without write progress.
+//
+// Lifetime: the reactor is shared, held by itself until gRPC's OnDone and by
+// each piece job's done callback (Start). A piece's PieceDone can still be
+// on its way out, the lock released, when another thread finishes the stream
+// and gRPC calls OnDone; the reactor must outlive that call, so OnDone only
+// drops its own reference, and the last holder frees it.
 template <typename JobT, typename ChunkResponse>
-class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
-                      public StallWatch::Stream {
+class StreamReactor
+    : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
+      public StallWatch::Stream,
+      public std::enable_shared_from_this<StreamReactor<JobT, ChunkResponse>> {
  public:
   using SliceFn = std::function<std::shared_ptr<JobT>(
       const JobT& whole, int64_t first, int64_t count, ChunkResponse* piece)>;
@@ -89,35 +102,20 @@ class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
 
   static constexpr int kWindow = 2;
 
-  StreamReactor(const char* rpc, grpc::CallbackServerContext* context,
-                std::shared_ptr<JobT> whole, int64_t units, StreamPlan plan,
-                SliceFn slice, WireFn to_wire, Batcher<JobT>* batcher,
-                Metrics* metrics, StallWatch* watch,
-                std::function<void(const absl::Status&, double)> on_finish = {})
-      : on_finish_(std::move(on_finish)),
-        rpc_(rpc),
-        context_(context),
-        metrics_(metrics),
-        watch_(watch),
-        start_(Clock::now()),
-        deadline_(SteadyDeadline(context)),
-        whole_(std::move(whole)),
-        total_(units),
-        piece_units_(std::max<int64_t>(1, plan.piece)),
-        message_units_(std::clamp<int64_t>(plan.message, 1,
-                                           std::max<int64_t>(1, plan.piece))),
-        pieces_((total_ + piece_units_ - 1) / piece_units_),
-        slice_(std::move(slice)),
-        to_wire_(to_wire),
-        batcher_(batcher) {
-    metrics_->AddInflight(1);
-    watch_->Add(this);
+  // Creates the reactor for a call and queues its first pieces; gRPC takes
+  // the returned pointer (the reactor frees itself, see Lifetime above).
+  template <typename... Args>
+  static StreamReactor* Start(Args&&... args) {
+    std::shared_ptr<StreamReactor> reactor(
+        new StreamReactor(std::forward<Args>(args)...));
+    reactor->self_ = reactor;
     Actions actions;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      Plan(actions);
+      std::lock_guard<std::mutex> lock(reactor->mu_);
+      reactor->Plan(actions);
     }
-    Perform(actions);
+    reactor->Perform(actions);
+    return reactor.get();
   }
 
   void OnWriteDone(bool ok) override {
@@ -146,7 +144,9 @@ class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   void OnDone() override {
     watch_->Remove(this);
     metrics_->AddInflight(-1);
-    delete this;
+    // Frees the reactor here unless a piece job still holds it; moved out
+    // first, so that self_ is not being reset while the reactor is freed.
+    std::shared_ptr<StreamReactor> last = std::move(self_);
   }
 
   // StallWatch::Stream.
@@ -170,6 +170,31 @@ class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   }
 
  private:
+  StreamReactor(const char* rpc, grpc::CallbackServerContext* context,
+                std::shared_ptr<JobT> whole, int64_t units, StreamPlan plan,
+                SliceFn slice, WireFn to_wire, Batcher<JobT>* batcher,
+                Metrics* metrics, StallWatch* watch,
+                std::function<void(const absl::Status&, double)> on_finish = {})
+      : on_finish_(std::move(on_finish)),
+        rpc_(rpc),
+        context_(context),
+        metrics_(metrics),
+        watch_(watch),
+        start_(Clock::now()),
+        deadline_(SteadyDeadline(context)),
+        whole_(std::move(whole)),
+        total_(units),
+        piece_units_(std::max<int64_t>(1, plan.piece)),
+        message_units_(std::clamp<int64_t>(plan.message, 1,
+                                           std::max<int64_t>(1, plan.piece))),
+        pieces_((total_ + piece_units_ - 1) / piece_units_),
+        slice_(std::move(slice)),
+        to_wire_(to_wire),
+        batcher_(batcher) {
+    metrics_->AddInflight(1);
+    watch_->Add(this);
+  }
+
   struct Actions {
     std::vector<std::pair<int64_t, std::shared_ptr<JobT>>> submit;
     // Write units [write_first, write_first + write_count) of this piece.
@@ -225,9 +250,12 @@ class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
         return;
       }
       job->deadline = deadline_;
+      // Asked only while the job is queued (outstanding_ counts it).
       job->cancelled = [this] { return cancelled_.load(); };
-      job->done = [this, index](absl::Status status) {
-        PieceDone(index, std::move(status));
+      // Holds the reactor: see Lifetime above.
+      job->done = [self = this->shared_from_this(),
+                   index](absl::Status status) {
+        self->PieceDone(index, std::move(status));
       };
       pending_[index] = std::move(piece);
       ++outstanding_;
@@ -299,6 +327,10 @@ class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
       pending_.erase(it);
       Plan(actions);
     }
+    if (auto* hook = piece_done_unlocked_for_test.load()) {
+      hook(actions.submit.empty() && actions.write == nullptr &&
+           !actions.finish);
+    }
     Perform(actions);
   }
 
@@ -319,6 +351,8 @@ class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer>,
   const SliceFn slice_;
   const WireFn to_wire_;
   Batcher<JobT>* const batcher_;
+  // The reactor's own reference, from Start until OnDone.
+  std::shared_ptr<StreamReactor> self_;
 
   std::atomic<bool> cancelled_{false};
   // When the write in flight started (NowNs), 0 when none is.

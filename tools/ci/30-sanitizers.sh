@@ -9,7 +9,7 @@ jobs=$(nproc)
 passed=0; failed=0
 
 # Unit and integration binaries, by CTest name.
-asan_tests='^(detmath|philox|boards|categorical|gamma|dirichlet|enumerate|golden|request_parse|stream_chunk|cpu_backend|metrics|batcher|client_(common|ctl|loadgen)|integration)_test$'
+asan_tests='^(detmath|philox|boards|categorical|gamma|dirichlet|enumerate|golden|request_parse|stream_chunk|cpu_backend|metrics|batcher|client_(common|ctl|loadgen)|stream_reactor|integration)_test$'
 tsan_tests='^(batcher|cpu_backend|metrics)_test$'
 
 run_suite() {  # name sanitize test-regex targets...
@@ -31,7 +31,7 @@ if run_suite asan address "$asan_tests" detmath_test philox_test boards_test \
     categorical_test gamma_test dirichlet_test enumerate_test golden_test \
     request_parse_test stream_chunk_test cpu_backend_test metrics_test \
     batcher_test client_common_test client_ctl_test client_loadgen_test \
-    integration_test sampler-server; then
+    stream_reactor_test integration_test sampler-server; then
   passed=$((passed + 1)); echo "asan+ubsan: passed"
 else
   failed=$((failed + 1)); echo "asan+ubsan: FAILED"
