@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/categorical_core.h"
 #include "tests/stat/stat_util.h"
@@ -939,6 +940,53 @@ TYPED_TEST(CategoricalTest, RejectsBadInput) {
       EXPECT_EQ(s, v) << Name(m);
       EXPECT_EQ(out, std::vector<int32_t>(16, -7)) << Name(m);
     }
+  }
+}
+
+// Long rows go through the validator's one-pass screen (eight lanes, then a
+// tail): a bad value in any lane or in the tail is still refused, named by
+// its position; -0 and denormals are accepted; and a row total near the
+// limit is judged by the exact rule (total <= half the largest T).
+TYPED_TEST(CategoricalTest, ValidatesLongRowsInEveryLane) {
+  using T = TypeParam;
+  constexpr T kInf = std::numeric_limits<T>::infinity();
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const T denormal = std::numeric_limits<T>::denorm_min();
+  const WeightKind w = WeightKind::kWeights;
+  for (int64_t k : {int64_t{8}, int64_t{37}, int64_t{1024}}) {
+    for (int64_t at : {int64_t{0}, int64_t{3}, k / 2, k - 1}) {
+      for (T bad : {nan, kInf, -kInf, T(-0.5), -denormal}) {
+        std::vector<T> values(static_cast<size_t>(2 * k), T(1));
+        values[static_cast<size_t>(k + at)] = bad;
+        const absl::Status s = ValidateCategorical<T>(values, {2, k, 1}, w);
+        SCOPED_TRACE(absl::StrCat("K ", k, " at ", at, " value ", bad));
+        EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+        EXPECT_NE(s.message().find(absl::StrCat("weights[1][", at, "] = ")),
+                  std::string::npos)
+            << s;
+      }
+      std::vector<T> zeros_and_one(static_cast<size_t>(k), T(-0.0));
+      zeros_and_one[static_cast<size_t>(at)] = denormal;
+      EXPECT_TRUE(ValidateCategorical<T>(zeros_and_one, {1, k, 1}, w).ok());
+      zeros_and_one[static_cast<size_t>(at)] = T(0);
+      EXPECT_NE(ValidateCategorical<T>(zeros_and_one, {1, k, 1}, w)
+                    .message()
+                    .find("all weights are zero"),
+                std::string::npos);
+    }
+    // Totals at the limit: k equal values summing to exactly half the
+    // largest T are accepted; nudged up by one part in 2^20, refused.
+    const double limit = static_cast<double>(std::numeric_limits<T>::max()) / 2;
+    const int64_t pow2 = k == 37 ? 32 : k;  // k values of limit / pow2 each
+    std::vector<T> at_limit(static_cast<size_t>(pow2),
+                            static_cast<T>(limit / static_cast<double>(pow2)));
+    EXPECT_TRUE(ValidateCategorical<T>(at_limit, {1, pow2, 1}, w).ok());
+    at_limit[0] = static_cast<T>(static_cast<double>(at_limit[0]) *
+                                 (1 + std::ldexp(1.0, -20)));
+    EXPECT_NE(ValidateCategorical<T>(at_limit, {1, pow2, 1}, w)
+                  .message()
+                  .find("row total"),
+              std::string::npos);
   }
 }
 
