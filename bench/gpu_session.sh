@@ -5,9 +5,9 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb small plan.
+# service floor multi wire pb small plan crossover.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -133,6 +133,19 @@ if want small; then
     cuda_cpu257=./sampler-server:--backend=cuda,--metrics_listen=,--cpu_below_items=257 \
     > "$work/small.log" 2>&1
   summary "small requests: rc=$? $(tail -11 "$work/small.log" | tr '\n' ';')"
+fi
+
+# From which request size the CUDA backend beats the CPU backend end to end,
+# per kind (issue 11 item 3): crossover.sh's sweeps at 1 s a size, about
+# 90 s; the table is crossover/report.md in results.tgz.
+if want crossover; then
+  DURATION=${CROSSOVER_DURATION:-1s} ./crossover.sh . "$work/crossover" \
+    > "$work/crossover.log" 2>&1
+  summary "crossover: rc=$? $(grep -c 'rc=0' "$work/crossover.log") runs ok"
+  python3 crossover_report.py "$work/crossover" \
+    --md "$work/crossover/report.md" --json "$work/crossover/report.json" \
+    >> "$work/crossover.log" 2>&1
+  summary "crossover report: rc=$? $(grep -i 'crossover' "$work/crossover/report.md" 2>/dev/null | head -8 | tr '\n' ';')"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .

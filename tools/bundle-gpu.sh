@@ -23,4 +23,5 @@ cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
   "$root/bench/service/multi_gpu.sh" "$root/bench/service/multi_gpu_report.py" \
   "$root/bench/service/poisson_binomial.sh" \
   "$root/bench/service/poisson_binomial_ref.py" \
-  "$root/bench/service/small_rounds.sh" "$dest/"
+  "$root/bench/service/small_rounds.sh" "$root/bench/service/crossover.sh" \
+  "$root/bench/service/crossover_report.py" "$dest/"
