@@ -13,10 +13,12 @@
 #   floor=build/bench/service/floor-server
 #   cpu=build/server/sampler-server:--backend=cpu,--metrics_listen=
 # Writes OUT_DIR/<round>/<name>/<case>.{txt,log}, OUT_DIR/rounds.tsv (one
-# line per round, server and case: req/s, p50 and p99 ms, server CPU
-# microseconds and context switches per call, from perf stat when it can
-# attach) and prints the medians over the rounds with the ratio to the
-# server named "floor".
+# line per round, server and case: req/s, p50 and p99 ms, and where the
+# server's time goes, from server_probe.py: CPU microseconds and context
+# switches per call from /proc, and for sampler-server, from its /metrics,
+# the mean time a call spent in the server, in its batcher queue, a batch's
+# device time and requests per batch) and prints the medians over the rounds
+# with the ratio to the server named "floor".
 #   ROUNDS (5)  DURATION seconds per case (4)  SERVER_CPUS (0)
 #   CLIENT_CPUS (1)  H2LOAD_THREADS (1)
 set -euo pipefail
@@ -28,6 +30,7 @@ rounds=${ROUNDS:-5}
 duration=${DURATION:-4}
 server_cpus=${SERVER_CPUS:-0}
 client_cpus=${CLIENT_CPUS:-1}
+probe=$(dirname "$0")/server_probe.py
 frames=$build/bench/service/frames
 [ -x "$frames" ] || frames=$build/frames
 h2load=$build/h2load  # a bundle carries it; a build does not
@@ -38,7 +41,7 @@ h2load=$build/h2load  # a bundle carries it; a build does not
 mkdir -p "$out/frames"
 "$frames" write "$out/frames" > /dev/null
 method=$(awk -F'\t' '$1 == "gamma_256_f32" {print $2}' "$out/frames/cases.tsv")
-printf 'round\tserver\tcase\treq_s\tp50_ms\tp99_ms\tcpu_us\tctx_switches\n' \
+printf 'round\tserver\tcase\treq_s\tp50_ms\tp99_ms\tcpu_us\tctx_switches\tserver_ms\tqueue_ms\tdevice_ms_batch\treq_batch\n' \
   > "$out/rounds.tsv"
 for round in $(seq "$rounds"); do
   for spec in "${servers[@]}"; do
@@ -47,6 +50,13 @@ for round in $(seq "$rounds"); do
     binary=${rest%%:*}
     flags=()
     [ "$rest" != "$binary" ] && IFS=, read -r -a flags <<< "${rest#*:}"
+    # sampler-server's /metrics on a port of its own (the last flag wins).
+    metrics_url=""
+    if [ "$(basename "$binary")" = sampler-server ]; then
+      mport=$((20000 + RANDOM % 20000))
+      flags+=("--metrics_listen=127.0.0.1:$mport")
+      metrics_url="http://127.0.0.1:$mport/metrics"
+    fi
     dir="$out/$round/$name"
     mkdir -p "$dir"
     taskset -c "$server_cpus" "$binary" --listen 127.0.0.1:0 "${flags[@]}" 2> "$dir/server.log" &
@@ -70,25 +80,23 @@ PY
         -D "$duration" --warm-up-time=1 > "$dir/$label.txt" 2>&1 &
       load=$!
       sleep 1.5
-      perf stat -x, -e task-clock,context-switches -p "$pid" -- \
-        sleep "$((duration - 1))" 2> "$dir/$label.perf" || true
+      python3 "$probe" snap "$pid" $metrics_url > "$dir/$label.before.json"
+      sleep "$((duration - 1))"
+      python3 "$probe" snap "$pid" $metrics_url > "$dir/$label.after.json"
       wait "$load" || true
-      python3 - "$dir" "$label" "$round" "$name" "$((duration - 1))" >> "$out/rounds.tsv" <<'PY'
-import re, sys
-d, label, rnd, name, secs = sys.argv[1:6]
+      python3 - "$dir" "$label" "$round" "$name" "$((duration - 1))" "$probe" >> "$out/rounds.tsv" <<'PY'
+import re, subprocess, sys
+d, label, rnd, name, secs, probe = sys.argv[1:7]
 lat = sorted(int(l.split()[2]) for l in open(f"{d}/{label}.log") if len(l.split()) >= 3)
 m = re.search(r"([\d.]+) req/s", open(f"{d}/{label}.txt").read())
 rate = float(m.group(1)) if m else 0.0
 q = lambda p: lat[min(len(lat) - 1, int(p * (len(lat) - 1) + 0.5))] / 1000 if lat else 0
-perf = {}
-for line in open(f"{d}/{label}.perf"):
-    f = line.split(",")
-    if len(f) > 2 and f[0].replace(".", "").isdigit():
-        perf[f[2]] = float(f[0])
 calls = rate * float(secs)
-cpu = perf.get("task-clock", 0) * 1000 / calls if calls and perf else float("nan")
-cs = perf.get("context-switches", 0) / calls if calls and perf else float("nan")
-print(f"{rnd}\t{name}\t{label}\t{rate:.0f}\t{q(.5):.2f}\t{q(.99):.2f}\t{cpu:.1f}\t{cs:.2f}")
+where = subprocess.run(
+    [sys.executable, probe, "diff", f"{d}/{label}.before.json",
+     f"{d}/{label}.after.json", str(calls)],
+    capture_output=True, text=True).stdout.strip()
+print(f"{rnd}\t{name}\t{label}\t{rate:.0f}\t{q(.5):.2f}\t{q(.99):.2f}\t{where}")
 PY
     done
     kill -TERM "$pid"
@@ -99,12 +107,12 @@ python3 - "$out/rounds.tsv" <<'PY'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
 floor = {(r[0], r[2]): float(r[3]) for r in rows if r[1] == "floor"}
-print("server\tcase\treq/s\tratio\tp50 ms\tp99 ms\tcpu us/call\tctx/call  (medians over rounds)")
+print("server\tcase\treq/s\tratio\tp50 ms\tp99 ms\tcpu us/call\tctx/call\tserver ms\tqueue ms\tdevice ms/batch\treq/batch  (medians over rounds)")
 for name in dict.fromkeys(r[1] for r in rows):
     for case in dict.fromkeys(r[2] for r in rows):
         sel = [r for r in rows if r[1] == name and r[2] == case]
         med = lambda i: statistics.median(float(r[i]) for r in sel)
         ratio = statistics.median(float(r[3]) / floor[(r[0], case)] for r in sel
                                   if floor.get((r[0], case)))
-        print(f"{name}\t{case}\t{med(3):.0f}\t{ratio:.2f}\t{med(4):.2f}\t{med(5):.2f}\t{med(6):.1f}\t{med(7):.2f}")
+        print(f"{name}\t{case}\t{med(3):.0f}\t{ratio:.2f}\t{med(4):.2f}\t{med(5):.2f}\t{med(6):.1f}\t{med(7):.2f}\t{med(8):.3f}\t{med(9):.3f}\t{med(10):.3f}\t{med(11):.2f}")
 PY
