@@ -5,9 +5,9 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb small plan crossover.
+# service floor multi wire pb small plan crossover upload.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -133,6 +133,19 @@ if want small; then
     cuda_cpu257=./sampler-server:--backend=cuda,--metrics_listen=,--cpu_below_items=257 \
     > "$work/small.log" 2>&1
   summary "small requests: rc=$? $(tail -11 "$work/small.log" | tr '\n' ';')"
+fi
+
+# The 16 MB upload (issue 13 item 3) in interleaved rounds, with where the
+# server's time goes (server_probe.py): the floor and both backends, one and
+# four calls at a time. About a minute.
+if want upload; then
+  SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
+    CASE=categorical_4096x1024_f32 PATTERNS="1x1 -c 1 -m 1;4x1 -c 4 -m 1" \
+    ROUNDS=2 DURATION=4 ./small_rounds.sh . "$work/upload" \
+    floor=./floor-server cpu=./sampler-server:--backend=cpu,--metrics_listen= \
+    cuda=./sampler-server:--backend=cuda,--metrics_listen= \
+    > "$work/upload.log" 2>&1
+  summary "upload: rc=$? $(tail -7 "$work/upload.log" | tr '\n' ';')"
 fi
 
 # From which request size the CUDA backend beats the CPU backend end to end,

@@ -21,6 +21,10 @@
 # with the ratio to the server named "floor".
 #   ROUNDS (5)  DURATION seconds per case (4)  SERVER_CPUS (0)
 #   CLIENT_CPUS (1)  H2LOAD_THREADS (1)
+#   CASE: the request, a case of frames.cc (gamma_256_f32; e.g.
+#     categorical_4096x1024_f32 for the 16 MB upload)
+#   PATTERNS: h2load's connection patterns, "label args" separated by
+#     semicolons ("64x1 -c 64 -m 1;16x16 -c 16 -m 16")
 set -euo pipefail
 build=$1
 out=$2
@@ -40,7 +44,10 @@ h2load=$build/h2load  # a bundle carries it; a build does not
 }
 mkdir -p "$out/frames"
 "$frames" write "$out/frames" > /dev/null
-method=$(awk -F'\t' '$1 == "gamma_256_f32" {print $2}' "$out/frames/cases.tsv")
+case_name=${CASE:-gamma_256_f32}
+method=$(awk -F'\t' -v c="$case_name" '$1 == c {print $2}' "$out/frames/cases.tsv")
+[ -n "$method" ] || { echo "small_rounds.sh: no case $case_name" >&2; exit 1; }
+IFS=';' read -r -a patterns <<< "${PATTERNS:-64x1 -c 64 -m 1;16x16 -c 16 -m 16}"
 printf 'round\tserver\tcase\treq_s\tp50_ms\tp99_ms\tcpu_us\tctx_switches\tserver_ms\tqueue_ms\tdevice_ms_batch\treq_batch\n' \
   > "$out/rounds.tsv"
 for round in $(seq "$rounds"); do
@@ -72,10 +79,10 @@ for _ in range(100):  # 10 s
 PY
 )
     [ -n "$port" ] || { echo "small_rounds.sh: $name did not start" >&2; exit 1; }
-    for case in "64x1 -c 64 -m 1" "16x16 -c 16 -m 16"; do
+    for case in "${patterns[@]}"; do
       read -r label args <<< "$case"
       taskset -c "$client_cpus" "$h2load" "http://127.0.0.1:$port$method" \
-        -d "$out/frames/gamma_256_f32.bin" -H 'content-type: application/grpc' \
+        -d "$out/frames/$case_name.bin" -H 'content-type: application/grpc' \
         -H 'te: trailers' --log-file="$dir/$label.log" $args -t "${H2LOAD_THREADS:-1}" \
         -D "$duration" --warm-up-time=1 > "$dir/$label.txt" 2>&1 &
       load=$!
