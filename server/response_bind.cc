@@ -1,13 +1,53 @@
 // Outputs bound into response memory; see response_bind.h.
 #include "server/response_bind.h"
 
+#include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <optional>
+#include <type_traits>
 #include <variant>
 
 #include "absl/types/span.h"
 #include "sampler/kernels/boards.h"
 
 namespace sampler::server {
+namespace {
+
+// SetFreshOutputFillForTesting's byte, or -1 (no fill).
+std::atomic<int> fresh_output_fill{-1};
+
+// n values added to the emptied `values` uninitialised (response_bind.h):
+// Reserve allocates without filling, and AddNAlreadyReserved leaves the
+// elements of a plain type as they are (protobuf documents both).
+template <typename T>
+absl::Span<T> FreshValues(int64_t n,
+                          google::protobuf::RepeatedField<T>* values) {
+  static_assert(std::is_trivial_v<T>, "added elements stay uninitialised");
+  const int size = static_cast<int>(n);
+  values->Clear();
+  values->Reserve(size);
+  T* data = values->AddNAlreadyReserved(size);
+  if (const int fill = fresh_output_fill.load(std::memory_order_relaxed);
+      fill >= 0 && size > 0) {
+    std::memset(data, fill, static_cast<size_t>(size) * sizeof(T));
+  }
+  return absl::Span<T>(data, static_cast<size_t>(size));
+}
+
+}  // namespace
+
+template <typename T>
+absl::Span<T> BindReals(int64_t n, v1::Reals* reals) {
+  if constexpr (std::is_same_v<T, float>) {
+    return FreshValues(n, reals->mutable_f32()->mutable_values());
+  } else {
+    return FreshValues(n, reals->mutable_f64()->mutable_values());
+  }
+}
+template absl::Span<float> BindReals<float>(int64_t n, v1::Reals* reals);
+template absl::Span<double> BindReals<double>(int64_t n, v1::Reals* reals);
+
 namespace {
 
 template <typename T>
@@ -38,14 +78,17 @@ void BindEnumerateWork(EnumerateWork<T>& work,
 
 absl::Span<int32_t> BindIndices(
     int64_t n, google::protobuf::RepeatedField<int32_t>* indices) {
-  indices->Resize(static_cast<int>(n), 0);
-  return absl::Span<int32_t>(indices->mutable_data(), indices->size());
+  return FreshValues(n, indices);
 }
 
 absl::Span<uint64_t> BindWords(
     int64_t n, google::protobuf::RepeatedField<uint64_t>* words) {
-  words->Resize(static_cast<int>(n), 0);
-  return absl::Span<uint64_t>(words->mutable_data(), words->size());
+  return FreshValues(n, words);
+}
+
+void SetFreshOutputFillForTesting(std::optional<uint8_t> byte) {
+  fresh_output_fill.store(byte.has_value() ? int{*byte} : -1,
+                          std::memory_order_relaxed);
 }
 
 int64_t PositionWords(const kernels::BoardSpec& spec) {
