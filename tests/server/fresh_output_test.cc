@@ -71,11 +71,11 @@ absl::Status RunBatch(Backend& backend,
 using Case = std::function<std::string(Backend& backend)>;
 
 // Unary requests of one kind answered in one batch, each into a response
-// of its own, sent as the service sends them (`to_wire`).
-template <typename Response, typename JobT, typename BindFn, typename WireFn>
+// of its own, sent as the service sends them (AnswerToWire).
+template <typename Response, typename JobT, typename BindFn>
 std::string UnaryAnswers(
     Backend& backend, std::vector<absl::StatusOr<std::shared_ptr<JobT>>> parsed,
-    BindFn bind, WireFn to_wire) {
+    BindFn bind) {
   std::vector<std::shared_ptr<JobT>> jobs;
   std::vector<std::shared_ptr<Response>> responses;
   for (auto& job : parsed) {
@@ -92,18 +92,10 @@ std::string UnaryAnswers(
     return "";
   }
   std::string bytes;
-  for (auto& response : responses) bytes += to_wire(std::move(response));
+  for (auto& response : responses) {
+    bytes += Bytes(AnswerToWire(std::shared_ptr<const Response>(response)));
+  }
   return bytes;
-}
-
-template <typename Response, typename JobT, typename BindFn>
-std::string UnaryAnswers(
-    Backend& backend, std::vector<absl::StatusOr<std::shared_ptr<JobT>>> parsed,
-    BindFn bind) {
-  return UnaryAnswers<Response>(backend, std::move(parsed), bind,
-                                [](std::shared_ptr<const Response> answer) {
-                                  return Bytes(AnswerToWire(std::move(answer)));
-                                });
 }
 
 // Cases of one kind: requests (`parse` makes each its job) to a Case.
@@ -271,14 +263,13 @@ struct NamedCase {
 std::vector<NamedCase> AllCases() {
   const RequestLimits limits = Limits();
   std::vector<NamedCase> cases;
-  auto enumerate = [limits](std::string text) -> Case {
-    return [limits, text](Backend& backend) {
-      return UnaryAnswers<v1::EnumerateResponse, EnumerateJob>(
-          backend, {ParseEnumerate(Text<v1::EnumerateRequest>(text), limits)},
-          BindEnumerate, [](std::shared_ptr<const v1::EnumerateResponse> a) {
-            return a->SerializeAsString();  // typed: gRPC serializes it
-          });
-    };
+  const auto enumerate_texts = UnaryCases<v1::EnumerateResponse, std::string>(
+      [limits](const std::string& text) {
+        return ParseEnumerate(Text<v1::EnumerateRequest>(text), limits);
+      },
+      BindEnumerate);
+  auto enumerate = [enumerate_texts](std::string text) {
+    return enumerate_texts({std::move(text)});
   };
   cases.push_back(
       {"enumerate_f64_explicit_two_problems", enumerate(R"pb(
