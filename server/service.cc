@@ -506,6 +506,7 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
   // each means).
   limits->set_max_items_per_stream(options_.limits.max_items_per_stream);
   limits->set_max_enumerate_pairs(options_.limits.max_enumerate_pairs);
+  limits->set_max_enumerate_terms(options_.limits.max_enumerate_terms);
   limits->set_max_enumerate_support(kernels::kMaxEnumerateSupport);
   limits->set_max_categorical_draws(kernels::kMaxCategoricalDraws);
   limits->set_max_board_colours(kernels::kMaxBoardColours);
