@@ -39,13 +39,15 @@ void BindBoards(BoardsJob& job, v1::SampleBoardsResponse* response);
 
 // Output memory is added to the response's field without being
 // initialised: the backend overwrites every value (Resize would first fill
-// them with zeros, about 9.5% of the server's CPU for a 40 MB answer;
-// fresh_output_test proves, for every kind and shape on the CPU backend,
-// that no byte of the bound memory survives into an answer, and the CUDA
-// backend copies each output whole from its staging memory). Heap memory
-// handed out again may hold an earlier answer or request: a kernel that
-// skipped a value would leak it, hence the proof. Any earlier content of the
-// field is dropped (rebinding).
+// them with zeros, about 9.5% of the server's CPU for a 40 MB answer in a
+// profile; fresh_output_test proves, for every kind and shape on the CPU
+// backend, that no byte of the bound memory survives into an answer, and
+// the CUDA backend copies each output whole from its staging memory). Heap
+// memory handed out again may hold an earlier answer or request: a kernel
+// that skipped a value would leak it, hence the proof. Any earlier content
+// of the field is dropped (rebinding). Outputs of 4 MiB or more are advised
+// transparent huge pages before the first write: the page faults of fresh
+// memory, not the fill itself, were most of that cost (response_bind.cc).
 
 // Sizes the representation of T in `reals` to n values and returns its
 // memory, for the backend to write in place. T: float or double.

@@ -344,6 +344,9 @@ std::vector<NamedCase> AllCases() {
   cases.push_back(
       {"gamma_f64_groups_log_output",
        gamma({GammaGroups(false, true, {0.01, 1e-4}, {3000, 333})})});
+  // Over 4 MiB: its memory is advised huge pages before it is written.
+  cases.push_back({"gamma_f32_large_answer",
+                   gamma({GammaGroups(true, false, {1.5}, {1200000})})});
   cases.push_back({"gamma_f64_elements_with_scale",
                    gamma({GammaElements(false, true, 3001)})});
   cases.push_back({"gamma_f32_elements_no_scale",
