@@ -97,7 +97,9 @@ if want multi; then
 fi
 
 # The server's cost of one 10M-sample answer before the transport, typed
-# (protobuf serializes) against raw (values borrowed, server/wire_answer.h).
+# (protobuf serializes) against raw (values borrowed, server/wire_answer.h),
+# and of binding and writing its memory: zero-filled, as bound
+# (server/response_bind.h: huge pages advised) and reused (no page faults).
 if want wire; then
   ./wire_bench > "$work/wire_bench.log" 2>&1
   summary "wire bench: rc=$? $(tr '\n' ' ' < "$work/wire_bench.log")"

@@ -182,6 +182,7 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
            AtLeast("--max_items_per_request", f.max_items_per_request, 1),
            AtLeast("--max_items_per_stream", f.max_items_per_stream, 1),
            AtLeast("--max_enumerate_pairs", f.max_enumerate_pairs, 1),
+           AtLeast("--max_enumerate_terms", f.max_enumerate_terms, 1),
            InRange("--max_message_bytes", f.max_message_bytes, kMinMessageBytes,
                    std::numeric_limits<int32_t>::max()),
            AtLeast("--max_queued_items", f.max_queued_items, 1),

@@ -43,6 +43,7 @@ struct ServerFlags {
   int64_t max_items_per_request = 0;
   int64_t max_items_per_stream = 0;
   int64_t max_enumerate_pairs = 0;
+  int64_t max_enumerate_terms = 0;
   int64_t max_message_bytes = 0;
   int64_t worker_threads = 0;
   std::vector<std::string> gpus;

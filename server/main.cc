@@ -86,6 +86,10 @@ ABSL_FLAG(int64_t, max_items_per_stream, int64_t{1} << 33,
           "Most work items in one streamed request");
 ABSL_FLAG(int64_t, max_enumerate_pairs, 2'000'000'000,
           "Most multiply-adds in one Enumerate request (CPU work is O(m n))");
+ABSL_FLAG(int64_t, max_enumerate_terms, int64_t{1} << 22,
+          "Most terms in one Enumerate request, all problems together, "
+          "repeated terms counted as often as repeated (a job holds a view "
+          "per term)");
 ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "Largest gRPC message received or sent, in bytes (at least 64 KiB)");
 ABSL_FLAG(int32_t, worker_threads, 0, "CPU backend threads (0: one per core)");
@@ -171,6 +175,7 @@ ServerFlags FlagValues() {
   f.max_items_per_request = absl::GetFlag(FLAGS_max_items_per_request);
   f.max_items_per_stream = absl::GetFlag(FLAGS_max_items_per_stream);
   f.max_enumerate_pairs = absl::GetFlag(FLAGS_max_enumerate_pairs);
+  f.max_enumerate_terms = absl::GetFlag(FLAGS_max_enumerate_terms);
   f.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   f.worker_threads = absl::GetFlag(FLAGS_worker_threads);
   f.gpus = absl::GetFlag(FLAGS_gpus);
@@ -301,6 +306,7 @@ int Run(ShutdownWatchdog& watchdog) {
       absl::GetFlag(FLAGS_max_items_per_stream);
   options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.limits.max_enumerate_pairs = absl::GetFlag(FLAGS_max_enumerate_pairs);
+  options.limits.max_enumerate_terms = absl::GetFlag(FLAGS_max_enumerate_terms);
   options.batcher.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
   options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);

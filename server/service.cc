@@ -168,7 +168,7 @@ grpc::ServerUnaryReactor* FinishedUnary(grpc::CallbackServerContext* context,
 // Unary calls: authenticate, validate (`parse`: the request into a job;
 // only for an authenticated caller), bind the output into the response,
 // queue, and finish from whichever thread completes the job (`encode`
-// first when it succeeded: what a raw method sends, ServeRawUnary).
+// first when it succeeded: what the raw method sends, ServeRawUnary).
 template <typename JobT, typename Response, typename ParseFn, typename BindFn,
           typename EncodeFn>
 grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
@@ -217,16 +217,6 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
     finish(queued, /*refused=*/true);
   }
   return reactor;
-}
-
-// Typed unary calls: gRPC serializes the response.
-template <typename JobT, typename Response, typename ParseFn, typename BindFn>
-grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
-                                     grpc::CallbackServerContext* context,
-                                     ParseFn parse, Response* response,
-                                     BindFn bind, Batcher<JobT>& batcher,
-                                     const CallEnv& env) {
-  return ServeUnary(rpc, context, parse, response, bind, batcher, env, [] {});
 }
 
 // Raw unary calls (service.h): the body parsed (ParseBody; `parse` takes
@@ -376,12 +366,14 @@ void SamplerServiceImpl::Drain() {
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::Enumerate(
-    grpc::CallbackServerContext* context, const v1::EnumerateRequest* request,
-    v1::EnumerateResponse* response) {
-  return ServeUnary(
-      rpc::kEnumerate, context,
-      [&] { return ParseEnumerate(*request, options_.limits); }, response,
-      BindEnumerate, enumerate_, EnvOf(options_, metrics_));
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* body,
+    grpc::ByteBuffer* wire) {
+  return ServeRawUnary<v1::EnumerateRequest, v1::EnumerateResponse>(
+      rpc::kEnumerate, context, *body,
+      [&](const std::shared_ptr<const v1::EnumerateRequest>& request) {
+        return ParseEnumerate(*request, options_.limits);
+      },
+      BindEnumerate, wire, enumerate_, EnvOf(options_, metrics_));
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
@@ -514,6 +506,7 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
   // each means).
   limits->set_max_items_per_stream(options_.limits.max_items_per_stream);
   limits->set_max_enumerate_pairs(options_.limits.max_enumerate_pairs);
+  limits->set_max_enumerate_terms(options_.limits.max_enumerate_terms);
   limits->set_max_enumerate_support(kernels::kMaxEnumerateSupport);
   limits->set_max_categorical_draws(kernels::kMaxCategoricalDraws);
   limits->set_max_board_colours(kernels::kMaxBoardColours);

@@ -6,12 +6,13 @@
 // messages of the client's size, written in order; a stream whose client
 // stops reading is cancelled after stream_stall_timeout.
 //
-// The methods whose answers are packed fixed-width values (gamma, Dirichlet
-// and boards, and every stream) are gRPC raw methods: the service parses
-// their request bodies itself (wire_request.h) and sends their answers with
-// the values borrowed from the answer's memory (wire_answer.h), the bytes
-// exactly those protobuf would write. SampleCategorical is raw too, for its
-// request: its job reads the parsed weights in place (request_parse.h).
+// Every method but GetServerInfo is a gRPC raw method: the service parses
+// its request body itself (wire_request.h) and sends its answer with the
+// packed fixed-width values (samples, bitboards, probabilities) borrowed
+// from the answer's memory (wire_answer.h), the bytes exactly those
+// protobuf would write. SampleCategorical's indices are varints, so its
+// answers are serialized; it is raw for its request: its job reads the
+// parsed weights in place (request_parse.h).
 #ifndef SAMPLER_SERVER_SERVICE_H_
 #define SAMPLER_SERVER_SERVICE_H_
 
@@ -50,7 +51,7 @@ struct ServiceOptions {
 
 // The callback service with the raw methods (above) taking and giving
 // grpc::ByteBuffer.
-using SamplerServiceBase =
+using SamplerServiceBase = v1::SamplerService::WithRawCallbackMethod_Enumerate<
     v1::SamplerService::WithRawCallbackMethod_SampleGamma<
         v1::SamplerService::WithRawCallbackMethod_SampleGammaStream<
             v1::SamplerService::WithRawCallbackMethod_SampleDirichlet<
@@ -62,7 +63,7 @@ using SamplerServiceBase =
                                     v1::SamplerService::
                                         WithRawCallbackMethod_SampleCategorical<
                                             v1::SamplerService::
-                                                CallbackService>>>>>>>;
+                                                CallbackService>>>>>>>>;
 
 class SamplerServiceImpl final : public SamplerServiceBase {
  public:
@@ -74,9 +75,10 @@ class SamplerServiceImpl final : public SamplerServiceBase {
   // have completed. Call after the gRPC server has stopped taking calls.
   void Drain();
 
+  // Raw: v1::EnumerateRequest -> v1::EnumerateResponse.
   grpc::ServerUnaryReactor* Enumerate(grpc::CallbackServerContext* context,
-                                      const v1::EnumerateRequest* request,
-                                      v1::EnumerateResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   // Raw: v1::SampleCategoricalRequest -> v1::SampleCategoricalResponse (the
   // job reads the request's values where protobuf parsed them).
   grpc::ServerUnaryReactor* SampleCategorical(

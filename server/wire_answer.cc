@@ -88,12 +88,29 @@ int64_t RealsLength(const v1::Reals& reals) {
   }
 }
 
+// A message field's bytes with its tag and length.
+size_t MessageFieldSize(size_t body) {
+  return kTagSize + VarintSize(body) + body;
+}
+
 // The bytes of a Reals message (its body, without its own tag and length).
 size_t RealsBodySize(const RealsView& reals) {
   if (reals.field == 0) return 0;
-  const size_t list = PackedFieldSize(reals.values);  // FloatList/DoubleList
-  return kTagSize + VarintSize(list) + list;
+  // The FloatList or DoubleList field.
+  return MessageFieldSize(PackedFieldSize(reals.values));
 }
+
+// A proto3 int64 scalar's bytes: none when zero.
+size_t Int64FieldSize(int64_t value) {
+  if (value == 0) return 0;
+  return kTagSize + VarintSize(static_cast<uint64_t>(value));
+}
+
+// Payloads under this many bytes are copied with the bytes around them:
+// a borrowed slice costs a reference and a slice of its own, more than
+// copying a few hundred bytes (an answer of many small PMFs would otherwise
+// be thousands of slices).
+constexpr size_t kMinBorrowedBytes = 1024;
 
 void DeleteOwner(void* owner) {
   delete static_cast<std::shared_ptr<const void>*>(owner);
@@ -120,23 +137,34 @@ class WireWriter {
     Uint64(field, static_cast<uint64_t>(static_cast<int64_t>(value)));
   }
 
-  // A packed repeated fixed-width field, its values borrowed.
+  // A packed repeated fixed-width field, its values borrowed (copied when
+  // small: kMinBorrowedBytes).
   void Packed(uint32_t field, const PackedView& values) {
     if (values.count == 0) return;
     Tag(field, kLengthDelimited);
     Varint(values.bytes());
-    Borrow(values.data, values.bytes());
+    if (values.bytes() < kMinBorrowedBytes) {
+      pending_.append(static_cast<const char*>(values.data), values.bytes());
+    } else {
+      Borrow(values.data, values.bytes());
+    }
+  }
+
+  // The tag and length of a message field whose body (`body` bytes) the
+  // caller writes next. Written even when empty (a set message field, or
+  // an element of a repeated one).
+  void MessageHeader(uint32_t field, size_t body) {
+    Tag(field, kLengthDelimited);
+    Varint(body);
   }
 
   // A Reals message field; `present`: the field is set (message fields
   // have presence: a set, empty Reals is written as a tag and length 0).
   void Reals(uint32_t field, const RealsView& reals, bool present) {
     if (!present) return;
-    Tag(field, kLengthDelimited);
-    Varint(RealsBodySize(reals));
+    MessageHeader(field, RealsBodySize(reals));
     if (reals.field == 0) return;
-    Tag(reals.field, kLengthDelimited);
-    Varint(PackedFieldSize(reals.values));
+    MessageHeader(reals.field, PackedFieldSize(reals.values));
     Packed(1, reals.values);  // FloatList.values / DoubleList.values
   }
 
@@ -192,6 +220,22 @@ grpc::ByteBuffer SamplesAnswerToWire(std::shared_ptr<const Answer> answer) {
 }
 
 }  // namespace
+
+grpc::ByteBuffer AnswerToWire(
+    std::shared_ptr<const v1::EnumerateResponse> answer) {
+  WireWriter writer(answer);
+  for (const v1::Pmf& pmf : answer->results()) {  // results = 1
+    const RealsView probabilities =
+        ViewOf(pmf.probabilities(), 0, RealsLength(pmf.probabilities()));
+    const bool present = pmf.has_probabilities();
+    writer.MessageHeader(
+        1, Int64FieldSize(pmf.offset()) +
+               (present ? MessageFieldSize(RealsBodySize(probabilities)) : 0));
+    writer.Int64(1, pmf.offset());            // Pmf.offset
+    writer.Reals(2, probabilities, present);  // Pmf.probabilities
+  }
+  return std::move(writer).Finish();
+}
 
 grpc::ByteBuffer AnswerToWire(
     std::shared_ptr<const v1::SampleGammaResponse> answer) {

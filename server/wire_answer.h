@@ -5,7 +5,8 @@
 // these functions write the message's other bytes themselves (tags, lengths,
 // scalars: exactly what protobuf's serialization writes, fields in number
 // order) and hand gRPC the payload as a slice that borrows the message's
-// memory, keeping the message alive until gRPC lets go of the slice. The
+// memory (payloads under 1 KiB are copied: cheaper than a slice of their
+// own), keeping the message alive until gRPC lets go of the slice. The
 // bytes on the wire are those of message.SerializeAsString()
 // (wire_answer_test proves it for every shape), so every client reads them
 // as before.
@@ -30,6 +31,8 @@ namespace v1 = ::sampler::v1;
 
 // Whole unary answers. The message must not change while gRPC holds the
 // returned buffer (it holds a reference to the message until then).
+grpc::ByteBuffer AnswerToWire(
+    std::shared_ptr<const v1::EnumerateResponse> answer);
 grpc::ByteBuffer AnswerToWire(
     std::shared_ptr<const v1::SampleGammaResponse> answer);
 grpc::ByteBuffer AnswerToWire(

@@ -160,6 +160,7 @@ TEST(StartupChecks, EveryValueThatCannotWorkExits1NamingFlagAndValue) {
       {"--max_items_per_request=0", "--max_items_per_request=0"},
       {"--max_items_per_stream=-5", "--max_items_per_stream=-5"},
       {"--max_enumerate_pairs=0", "--max_enumerate_pairs=0"},
+      {"--max_enumerate_terms=0", "--max_enumerate_terms=0"},
       {"--max_message_bytes=10", "--max_message_bytes=10"},
       {"--worker_threads=-2", "--worker_threads=-2"},
       {"--worker_threads=1000000", "--worker_threads=1000000"},

@@ -583,15 +583,18 @@ class ServerSuite : public ::testing::Test {
 
 // One server for the correctness, error, stream and observability tests.
 // A 1 MiB message limit makes streaming of large answers necessary, and a
-// small unary item limit makes OUT_OF_RANGE cheap to reach.
+// small unary item limit makes OUT_OF_RANGE cheap to reach (so does the
+// term limit).
 class ServiceTest : public ServerSuite<ServiceTest> {
  public:
   static constexpr int64_t kMaxMessageBytes = 1 << 20;
   static constexpr int64_t kMaxItemsPerRequest = 200000;
+  static constexpr int64_t kMaxEnumerateTerms = 300000;
 
   static std::vector<std::string> Flags() {
     return {absl::StrCat("--max_message_bytes=", kMaxMessageBytes),
             absl::StrCat("--max_items_per_request=", kMaxItemsPerRequest),
+            absl::StrCat("--max_enumerate_terms=", kMaxEnumerateTerms),
             "--max_batch_delay=1ms"};
   }
 };
@@ -786,6 +789,22 @@ TEST_F(ServiceTest, EnumerateRepeatsAreBounded) {
       << Describe(status);
   EXPECT_TRUE(absl::StrContains(status.error_message(), "max_enumerate_terms"))
       << status.error_message();
+  // --max_enumerate_terms is exact: at it accepted, one more refused.
+  for (const int64_t terms : {kMaxEnumerateTerms, kMaxEnumerateTerms + 1}) {
+    problem->set_repeats(0, terms);
+    grpc::ClientContext at_limit;
+    SetDeadline(at_limit);
+    const grpc::Status s = stub_->Enumerate(&at_limit, request, &response);
+    if (terms == kMaxEnumerateTerms) {
+      EXPECT_TRUE(s.ok()) << Describe(s);
+    } else {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE) << Describe(s);
+      EXPECT_TRUE(absl::StrContains(
+          s.error_message(),
+          absl::StrCat("max_enumerate_terms = ", kMaxEnumerateTerms)))
+          << s.error_message();
+    }
+  }
 }
 
 TEST_F(ServiceTest, SampleCategoricalEqualsTheCpuKernel) {
@@ -1276,6 +1295,7 @@ TEST_F(ServiceTest, GetServerInfoReportsTheFlags) {
   const v1::Limits& limits = info.limits();
   EXPECT_GT(limits.max_items_per_stream(), kMaxItemsPerRequest);
   EXPECT_GT(limits.max_enumerate_pairs(), 0);
+  EXPECT_EQ(limits.max_enumerate_terms(), kMaxEnumerateTerms);
   EXPECT_EQ(limits.max_enumerate_support(), kernels::kMaxEnumerateSupport);
   EXPECT_EQ(limits.max_categorical_draws(), kernels::kMaxCategoricalDraws);
   EXPECT_EQ(limits.max_board_colours(), kernels::kMaxBoardColours);

@@ -91,6 +91,41 @@ TEST(WireAnswer, DirichletAnswersAreProtobufsBytes) {
   ExpectSamplesAnswersMatch<v1::SampleDirichletResponse>();
 }
 
+// Results of every shape, each with its own offset and length; short
+// payloads are copied and long ones borrowed, in one answer.
+TEST(WireAnswer, EnumerateAnswersAreProtobufsBytes) {
+  const int64_t offsets[] = {0,   1,   -1,
+                             127, 128, std::numeric_limits<int64_t>::min()};
+  int cases = 0;
+  for (int results : {0, 1, 3}) {
+    for (int present = 0; present < 2; ++present) {
+      for (int which = 0; which < 3; ++which) {
+        for (int n : kCounts) {
+          if ((!present || which == 0) && n > 0) continue;
+          for (int64_t offset : offsets) {
+            auto answer = std::make_shared<v1::EnumerateResponse>();
+            for (int r = 0; r < results; ++r) {
+              v1::Pmf* pmf = answer->add_results();
+              pmf->set_offset(offset + r);
+              if (present) {
+                FillReals(which, n * r, pmf->mutable_probabilities());
+              }
+            }
+            const std::string expected = answer->SerializeAsString();
+            const grpc::ByteBuffer wire = AnswerToWire(answer);
+            answer.reset();  // the buffer keeps the message alive
+            EXPECT_EQ(Bytes(wire), expected)
+                << "results " << results << " present " << present << " which "
+                << which << " n " << n << " offset " << offset;
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 150);
+}
+
 TEST(WireAnswer, BoardsAnswersAreProtobufsBytes) {
   const int32_t small_ints[] = {0, 1, 300, -1,
                                 std::numeric_limits<int32_t>::min()};
@@ -127,6 +162,15 @@ TEST(WireAnswer, LargeValuesAreBorrowedNotCopied) {
   auto boards = std::make_shared<v1::SampleBoardsResponse>();
   for (int i = 0; i < 1000; ++i) boards->add_bitboards(i);
   EXPECT_TRUE(Borrows(AnswerToWire(boards), boards->bitboards().data()));
+  auto pmfs = std::make_shared<v1::EnumerateResponse>();
+  FillReals(2, 3, pmfs->add_results()->mutable_probabilities());
+  FillReals(2, 5000, pmfs->add_results()->mutable_probabilities());
+  const grpc::ByteBuffer wire = AnswerToWire(pmfs);
+  EXPECT_TRUE(
+      Borrows(wire, pmfs->results(1).probabilities().f64().values().data()));
+  // A short payload is copied with the bytes around it.
+  EXPECT_FALSE(
+      Borrows(wire, pmfs->results(0).probabilities().f64().values().data()));
 }
 
 // Every message PieceToWire writes from `piece` equals the one Cut writes,
