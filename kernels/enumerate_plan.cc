@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -23,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "cufft_loader.h"
+#include "enumerate_cpu_convolve.h"
 #include "sampler/kernels/common.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/enumerate.h"
@@ -45,6 +47,9 @@ int AutoLogConfig(int64_t lx) { return lx <= 64 ? 0 : 1; }
 
 int TileOutputs(LaunchKind kind, int config) {
   if (kind == LaunchKind::kLog) return kWarpSize / kLogGroups[config];
+  if (kind == LaunchKind::kExtended) {
+    return kWarpSize / kLogGroups[config] * kExtendedOutputs;
+  }
   const DirectConfigDef& c = kDirectConfigDefs[config];
   return kWarpSize / c.sw / c.g * c.r;
 }
@@ -137,6 +142,18 @@ absl::StatusOr<int> EnumerateBatchBuilder<T>::Add(
                       static_cast<int32_t>(t.values.size())});
     values_.insert(values_.end(), t.values.begin(), t.values.end());
   }
+  // The CPU's test (enumerate_cpu.cc): finite log values beyond the
+  // extended form's range send the problem to log-space arithmetic.
+  if (in == ProbSpace::kLog) {
+    for (const PmfTerm<T>& t : terms) {
+      for (const T v : t.values) {
+        p.beyond_extended |=
+            std::isfinite(v) &&
+            std::abs(static_cast<double>(v)) >
+                ::sampler::kernels::enumerate_internal::kMaxExtendedLog;
+      }
+    }
+  }
   p.out_begin = total_out_;
   total_out_ += p.out_length;
   problems_.push_back(p);
@@ -217,7 +234,8 @@ namespace {
 // order run the tree bottom up, a level's launches after the last level's.
 constexpr int kLinearSlots = 2 * kNumDirectConfigs;  // config, f32
 constexpr int kLogSlots = 2 * static_cast<int>(std::size(kLogGroups));
-constexpr int kGroupsPerLevel = 1 + kLinearSlots + kLogSlots;  // 1: copies
+// Copies, linear, log, then extended launches (as many slots as log).
+constexpr int kGroupsPerLevel = 1 + kLinearSlots + 2 * kLogSlots;
 // Levels of a tree of fewer than 2^31 terms, plus level 0 (the copies).
 constexpr int kMaxLevels = 32;
 
@@ -225,7 +243,9 @@ int GroupIndex(int level, LaunchKind kind, int config, bool f32) {
   const int in_kind = 2 * config + (f32 ? 1 : 0);
   const int slot = kind == LaunchKind::kCopy     ? 0
                    : kind == LaunchKind::kLinear ? 1 + in_kind
-                                                 : 1 + kLinearSlots + in_kind;
+                   : kind == LaunchKind::kLog
+                       ? 1 + kLinearSlots + in_kind
+                       : 1 + kLinearSlots + kLogSlots + in_kind;
   return level * kGroupsPerLevel + slot;
 }
 
@@ -240,8 +260,13 @@ void SetGroup(int group, Launch* l) {
     return;
   }
   const bool linear = slot <= kLinearSlots;
-  const int in_kind = linear ? slot - 1 : slot - 1 - kLinearSlots;
-  l->kind = linear ? LaunchKind::kLinear : LaunchKind::kLog;
+  const bool log = !linear && slot <= kLinearSlots + kLogSlots;
+  const int in_kind = linear ? slot - 1
+                      : log  ? slot - 1 - kLinearSlots
+                             : slot - 1 - kLinearSlots - kLogSlots;
+  l->kind = linear ? LaunchKind::kLinear
+            : log  ? LaunchKind::kLog
+                   : LaunchKind::kExtended;
   l->config = in_kind / 2;
   l->f32 = in_kind % 2 == 1;
 }
@@ -260,7 +285,9 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
   // (the other), except the odd last node that a level passes up: it
   // stays where it was written, to the right of every node written after
   // it, and when a later level pairs it while it sits in that level's
-  // buffer, their node goes to the third buffer instead.
+  // buffer, their node goes to the third buffer instead. An extended-range
+  // problem's elements are kExtendedDoubles doubles each: its buffers are
+  // that much longer, its offsets that much further.
   struct Node {
     int64_t at;      // values index (a term) or scratch index
     int64_t prefix;  // prefix(first term)
@@ -274,6 +301,8 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
     const Pending& pd = pending_[p];
     const bool log_path =
         prob.in == ProbSpace::kLog || prob.out == ProbSpace::kLog;
+    const bool extended = log_path && !prob.beyond_extended;
+    const int64_t width = extended ? enumerate_internal::kExtendedDoubles : 1;
     uint32_t space_bits = (prob.in == ProbSpace::kLog ? kInLog : 0u) |
                           (prob.out == ProbSpace::kLog ? kOutLog : 0u);
     if (pd.num_terms == 1) {
@@ -291,7 +320,7 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
       total_len += term.length;
     }
     const int64_t base = scratch_doubles;
-    if (pd.num_terms > 2) scratch_doubles += 3 * total_len;
+    if (pd.num_terms > 2) scratch_doubles += 3 * total_len * width;
     for (int level = 1; nodes.size() > 1; ++level) {
       const bool root = nodes.size() == 2;
       next.clear();
@@ -300,7 +329,7 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
         const Node& b = nodes[i + 1];  // only b can be a passed-up node
         Node r{0, a.prefix, a.len + b.len - 1, level % 2};
         if (b.buffer == r.buffer) r.buffer = 2;
-        r.at = base + r.buffer * total_len + a.prefix;
+        r.at = base + (r.buffer * total_len + a.prefix) * width;
         StepProblem sp;
         sp.problem = static_cast<int32_t>(p);
         sp.bits = space_bits | (a.buffer >= 0 ? kAInScratch : 0u) |
@@ -319,7 +348,9 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
         const int64_t ly = std::max(a.len, b.len);
         int group;
         if (log_path) {
-          group = GroupIndex(level, LaunchKind::kLog, AutoLogConfig(lx), false);
+          group = GroupIndex(
+              level, extended ? LaunchKind::kExtended : LaunchKind::kLog,
+              AutoLogConfig(lx), false);
         } else {
           const int config = options_.method == EnumerateMethod::kDirect &&
                                      options_.direct_config >= 0 &&
@@ -495,9 +526,11 @@ std::string EnumerateBatchBuilder<T>::DescribeLaunches() const {
                         "; ");
         break;
       case LaunchKind::kLog:
-        absl::StrAppend(&s, "level ", l.level, " log g", kLogGroups[l.config],
-                        " problems ", l.sp_count, " tasks ", l.task_count,
-                        "; ");
+      case LaunchKind::kExtended:
+        absl::StrAppend(&s, "level ", l.level,
+                        l.kind == LaunchKind::kLog ? " log g" : " extended g",
+                        kLogGroups[l.config], " problems ", l.sp_count,
+                        " tasks ", l.task_count, "; ");
         break;
       case LaunchKind::kFft:
         absl::StrAppend(&s, "fft n=", l.fft_length, " problems ",

@@ -38,22 +38,29 @@
 // (the blog's skew-diagonal tile) and, at the end, sum them with a
 // __shfl_xor_sync butterfly (lecture version 3); x and a window of y are
 // staged through shared memory. Linear space accumulates in double (float
-// products in short float chains folded into double), log space uses an
-// online log-sum-exp in double. Every sum has a fixed order: the same input
-// gives the same bits on every run, and a problem's bits do not depend on the
-// rest of its batch (its kernel is chosen from its own sizes). An optional
-// cuFFT path for long linear problems trades the relative error of the
+// products in short float chains folded into double); the log path (log
+// input or output) runs the CPU's extended-range scheme (m * 2^e nodes,
+// tilted tiles of plain doubles: enumerate_cpu_convolve.h) and converts to
+// log once at the root; only log inputs beyond 2^32 in magnitude use an
+// online log-sum-exp in double, as the CPU does. Every sum has a fixed order:
+// the same input gives the same bits on every run, and a problem's bits do not
+// depend on the rest of its batch (its kernel is chosen from its own sizes). An
+// optional cuFFT path for long linear problems trades the relative error of the
 // direct path for an absolute one; it is off unless asked for.
 //
 // Accuracy against the long double reference, per element where the
 // reference is not zero (the tests check these): linear space, float:
 // relative <= 1e-6 (the proof in enumerate.cu gives 16 float roundings,
 // 9.5e-7); double: relative <= 1e-12 for problems whose tree has at most 8
-// levels of at most 16384 pairs per output. Log space (an online
-// log-sum-exp in double, not the CPU's extended-range linear form): an
-// absolute error in the log value (relative in probability) of a few ulps
-// of the log values' magnitude per tree level. Exact zeros (-inf) where no
-// pair has non-zero probability, as on the CPU.
+// levels of at most 16384 pairs per output. Log path, extended range: a
+// relative error in probability of at most (32 + J / (32 G) + log2 G + 2)
+// double roundings per tree level (J the output's pairs, G = 1 or 4 the
+// members per output), plus the final rounding of the log value (half an
+// ulp of |log p|), whatever p's magnitude; the CPU's bound is (130 + J /
+// 4096) roundings per level, so the two agree within the sum plus an ulp of
+// |log p|. Log inputs beyond 2^32: an absolute error in the log value of a
+// few ulps of the log values' magnitude per tree level. Exact zeros (-inf)
+// where no pair has non-zero probability, as on the CPU.
 //
 // Results that do not fit: a problem whose linear result has a non-finite
 // element, or whose log result has +inf, gets kEnumerateStatusNonFinite in
@@ -139,6 +146,9 @@ struct EnumerateProblem {
   ProbSpace in = ProbSpace::kLinear;
   ProbSpace out = ProbSpace::kLinear;
   bool fft = false;  // routed to the FFT path
+  // Log path only: a log value beyond the extended-range form's bound
+  // (kMaxExtendedLog), so its tree runs in log space (kLog), as on the CPU.
+  bool beyond_extended = false;
 };
 
 // Device-side records (POD, laid out by the builder in the arena).
@@ -150,6 +160,12 @@ inline constexpr uint32_t kDstScratch = 2u;   // result: scratch (double)
 inline constexpr uint32_t kInLog = 4u;        // term values are log-probs
 inline constexpr uint32_t kOutLog = 8u;       // final result in log space
 inline constexpr uint32_t kBInScratch = 16u;  // right operand: scratch (double)
+
+// A kExtended step's scratch operands and result hold extended-range values
+// (enumerate_cpu_convolve.h's form, m * 2^e): element i of a node at scratch
+// index `at` is m = scratch[at + 2 i] and e = the int64 bits of
+// scratch[at + 2 i + 1].
+inline constexpr int kExtendedDoubles = 2;
 
 // One pair convolution of a level of one problem's tree: dst = a (*) b,
 // each operand a term (in values) or a node of an earlier level (scratch).
@@ -169,14 +185,17 @@ struct Task {
   int32_t tile;
 };
 
-enum class LaunchKind : int32_t { kCopy, kLinear, kLog, kFft };
+// kLog: log space in double (log inputs beyond the extended range);
+// kExtended: every other log-path problem, in extended-range arithmetic.
+enum class LaunchKind : int32_t { kCopy, kLinear, kLog, kFft, kExtended };
 
 // One kernel launch (host side), over a contiguous range of step problems
 // (pair convolutions of one tree level)
-// and (for kLinear / kLog with several tiles per problem) of tasks.
+// and (for kLinear / kLog / kExtended with several tiles per problem) of
+// tasks.
 struct Launch {
   LaunchKind kind = LaunchKind::kLinear;
-  int config = 0;        // kLinear: direct config; kLog: log config
+  int config = 0;        // kLinear: direct config; kLog, kExtended: log config
   bool f32 = false;      // kLinear: float products (both operands float)
   int level = 0;         // of the tree (0: the copies)
   int64_t sp_begin = 0;  // in the arena's StepProblem array
