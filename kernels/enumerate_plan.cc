@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -101,6 +102,34 @@ constexpr size_t Align(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs() {
   return absl::MakeConstSpan(kDirectConfigs);
+}
+
+template <typename T>
+void EnumerateBatchBuilder<T>::Reset(const EnumerateOptions& options) {
+  options_ = options;
+  finished_ = false;
+  problems_.clear();
+  pending_.clear();
+  terms_.clear();
+  values_.clear();
+  steps_.clear();
+  tasks_.clear();
+  fft_signals_.clear();
+  fft_problems_.clear();
+  launches_.clear();
+  layout_ = Layout();
+  scratch_bytes_ = 0;
+  fft_work_at_ = 0;
+  total_out_ = 0;
+  pairs_ = 0;
+}
+
+template <typename T>
+size_t EnumerateBatchBuilder<T>::MemoryBytes() const {
+  auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  return bytes(problems_) + bytes(pending_) + bytes(terms_) + bytes(values_) +
+         bytes(steps_) + bytes(tasks_) + bytes(fft_signals_) +
+         bytes(fft_problems_) + bytes(launches_);
 }
 
 template <typename T>
@@ -271,11 +300,31 @@ void SetGroup(int group, Launch* l) {
   l->f32 = in_kind % 2 == 1;
 }
 
+// Problems per planning thread, at least: a thread's start costs about what
+// the walks of a few hundred small problems do.
+constexpr size_t kProblemsPerThread = 2048;
+
+size_t PlanningThreads() {
+  return std::max<unsigned>(1, std::thread::hardware_concurrency());
+}
+
+// run(r) for r < ranges, range 0 on the calling thread, the others on
+// threads of their own; returns when all are done.
+template <typename Run>
+void RunRanges(size_t ranges, Run&& run) {
+  std::vector<std::thread> threads;
+  threads.reserve(ranges - 1);
+  for (size_t r = 1; r < ranges; ++r) threads.emplace_back(run, r);
+  run(0);
+  for (std::thread& t : threads) t.join();
+}
+
 }  // namespace
 
 template <typename T>
 template <typename Visit>
-int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
+int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
+                                             int64_t scratch_doubles,
                                              Visit&& visit) const {
   // The tree of enumerate.h. Scratch: three buffers of L doubles, L the
   // sum of the terms' lengths. A node covering terms [i, j) lives at
@@ -295,7 +344,7 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
     int buffer;  // -1: a term in values
   };
   std::vector<Node> nodes, next;  // reused by every problem
-  for (size_t p = 0; p < problems_.size(); ++p) {
+  for (size_t p = p_begin; p < p_end; ++p) {
     const EnumerateProblem& prob = problems_[p];
     if (prob.fft) continue;
     const Pending& pd = pending_[p];
@@ -383,22 +432,56 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
   // makes them, the groups in index order (GroupIndex). Two walks of the
   // trees, so that no group needs a list of its own: the first counts each
   // group's pair convolutions, the second writes each straight to its place.
-  std::vector<int64_t> group_begin(kMaxLevels * kGroupsPerLevel + 1, 0);
-  WalkDirect(*scratch_doubles,
-             [&](int group, const StepProblem&) { ++group_begin[group + 1]; });
-  for (size_t g = 1; g < group_begin.size(); ++g) {
-    group_begin[g] += group_begin[g - 1];
+  //
+  // Many problems: the walks of contiguous ranges of problems run on
+  // threads. A range's first walk counts its groups and its scratch; the
+  // prefix sums over ranges give each range its place in every group and
+  // its scratch base, so its second walk writes exactly what the serial
+  // walk would (the same bits, whatever the number of threads).
+  constexpr int kGroups = kMaxLevels * kGroupsPerLevel;
+  const size_t n = problems_.size();
+  const size_t ranges = std::max<size_t>(
+      1, std::min<size_t>(std::min(PlanningThreads(), size_t{16}),
+                          n / kProblemsPerThread));
+  auto range_begin = [&](size_t r) { return n * r / ranges; };
+  // counts[r][group]: range r's steps in each group; then its cursors.
+  std::vector<std::array<int64_t, kGroups>> counts(ranges);
+  std::vector<int64_t> scratch_end(ranges);
+  RunRanges(ranges, [&](size_t r) {
+    counts[r].fill(0);
+    scratch_end[r] =
+        WalkDirect(range_begin(r), range_begin(r + 1), 0,
+                   [&](int group, const StepProblem&) { ++counts[r][group]; });
+  });
+  std::vector<int64_t> group_begin(kGroups + 1, 0);
+  for (int g = 0; g < kGroups; ++g) {
+    int64_t at = group_begin[g];
+    for (size_t r = 0; r < ranges; ++r) {
+      const int64_t c = counts[r][g];
+      counts[r][g] = at;  // range r's first place in group g
+      at += c;
+    }
+    group_begin[g + 1] = at;
+  }
+  std::vector<int64_t> scratch_base(ranges + 1, *scratch_doubles);
+  for (size_t r = 0; r < ranges; ++r) {
+    scratch_base[r + 1] = scratch_base[r] + scratch_end[r];
   }
   const int64_t steps_at = static_cast<int64_t>(steps_.size());
   steps_.resize(steps_.size() + group_begin.back());
-  std::vector<int64_t> cursor(group_begin.begin(), group_begin.end() - 1);
-  *scratch_doubles =
-      WalkDirect(*scratch_doubles, [&](int group, const StepProblem& sp) {
-        if (group % kGroupsPerLevel != 0) {  // not a copy: a pair
-          pairs_ += static_cast<int64_t>(sp.a_len) * sp.b_len;
-        }
-        steps_[steps_at + cursor[group]++] = sp;
-      });
+  std::vector<int64_t> pairs(ranges, 0);
+  RunRanges(ranges, [&](size_t r) {
+    std::array<int64_t, kGroups>& cursor = counts[r];
+    WalkDirect(range_begin(r), range_begin(r + 1), scratch_base[r],
+               [&](int group, const StepProblem& sp) {
+                 if (group % kGroupsPerLevel != 0) {  // not a copy: a pair
+                   pairs[r] += static_cast<int64_t>(sp.a_len) * sp.b_len;
+                 }
+                 steps_[steps_at + cursor[group]++] = sp;
+               });
+  });
+  for (const int64_t p : pairs) pairs_ += p;
+  *scratch_doubles = scratch_base[ranges];
   for (int group = 0; group + 1 < static_cast<int>(group_begin.size());
        ++group) {
     const int64_t count = group_begin[group + 1] - group_begin[group];

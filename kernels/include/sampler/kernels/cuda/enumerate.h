@@ -76,6 +76,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -177,6 +178,29 @@ struct StepProblem {
   int32_t b_len;
   int32_t problem;
   uint32_t bits;
+};
+
+// An allocator whose value-less construction default-initialises: a list of
+// PODs grown by resize() is left unwritten instead of zeroed, for a list
+// whose every element is written next (the builder's step list, 40 bytes a
+// pair: zeroing it was a tenth of a many-problem batch's planning).
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
 };
 
 // One warp's work: a tile of consecutive outputs of one step problem.
@@ -307,6 +331,16 @@ class EnumerateBatchBuilder {
   explicit EnumerateBatchBuilder(const EnumerateOptions& options = {})
       : options_(options) {}
 
+  // Empties the builder for a new batch under `options`, keeping the memory
+  // of its lists: a builder reused from batch to batch plans into warm
+  // memory, where a fresh one's page faults are most of a large batch's
+  // planning (bench/results/enumerate-plan-host-2026-11-25.md). The plan
+  // is the same as a fresh builder's.
+  void Reset(const EnumerateOptions& options = {});
+  // The bytes its lists hold (capacity), for a caller that keeps a builder
+  // and drops one grown too large.
+  size_t MemoryBytes() const;
+
   // Optional, before Add(): room for this many more problems, terms and
   // term values in all, so that adding them moves nothing.
   void Reserve(size_t problems, size_t terms, size_t values);
@@ -363,12 +397,14 @@ class EnumerateBatchBuilder {
 
   absl::Status PlanFft(int64_t* scratch_doubles);
   void PlanDirect(int64_t* scratch_doubles);
-  // Walks the direct path's trees (problems not routed to the FFT), calling
-  // visit(group, step_problem) for each pair convolution (and one-term
-  // copy), group the index of its launch; the trees' scratch starts at
-  // scratch_doubles. Returns the end of their scratch.
+  // Walks the direct path's trees (of problems [p_begin, p_end) not routed
+  // to the FFT), calling visit(group, step_problem) for each pair
+  // convolution (and one-term copy), group the index of its launch; the
+  // trees' scratch starts at scratch_doubles. Returns the end of their
+  // scratch.
   template <typename Visit>
-  int64_t WalkDirect(int64_t scratch_doubles, Visit&& visit) const;
+  int64_t WalkDirect(size_t p_begin, size_t p_end, int64_t scratch_doubles,
+                     Visit&& visit) const;
 
   EnumerateOptions options_;
   bool finished_ = false;
@@ -376,7 +412,10 @@ class EnumerateBatchBuilder {
   std::vector<Pending> pending_;
   std::vector<Term> terms_;
   std::vector<T> values_;
-  std::vector<enumerate_internal::StepProblem> steps_;
+  std::vector<
+      enumerate_internal::StepProblem,
+      enumerate_internal::DefaultInitAllocator<enumerate_internal::StepProblem>>
+      steps_;
   std::vector<enumerate_internal::Task> tasks_;
   std::vector<enumerate_internal::FftSignal> fft_signals_;
   std::vector<enumerate_internal::FftProblem> fft_problems_;
