@@ -304,8 +304,12 @@ void SetGroup(int group, Launch* l) {
 // the walks of a few hundred small problems do.
 constexpr size_t kProblemsPerThread = 2048;
 
+// The planner's threads: the hardware's, where there are at least 4 (on
+// two cores, shared with the server's other work, a second planning thread
+// measured slower than one: bench/results/enumerate-plan-host-2026-11-25.md).
 size_t PlanningThreads() {
-  return std::max<unsigned>(1, std::thread::hardware_concurrency());
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw >= 4 ? hw : 1;
 }
 
 // run(r) for r < ranges, range 0 on the calling thread, the others on
