@@ -5,14 +5,18 @@
 //   small: 16,384 problems of 8 terms of 4 points, float32, linear;
 //   pb:    one Poisson binomial of n = 4,000 two-point terms, float64,
 //          linear in, log out.
-// Medians of --runs runs, in ms per stage.
+// Medians of --runs runs, in ms per stage, three ways: a fresh builder
+// without Reserve(), a fresh builder with Reserve(), and one builder
+// Reset() and Reserve()d every run (the server keeps one per thread).
 //
 // --fingerprint prints a hash of everything the builder hands the device
 // (arena bytes, launches, problems, sizes) for a spread of random batches
 // and options, so a change to the planner can show that it changes none of
-// it (same output before and after).
+// it (same output before and after). With --reuse the hashes come from one
+// builder per type, Reset() between batches: the same output shows that a
+// reused builder plans as a fresh one does.
 //
-//   enumerate_plan_bench [--runs=20] [--fingerprint]
+//   enumerate_plan_bench [--runs=20] [--fingerprint [--reuse]]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -97,13 +101,21 @@ Problems<double> PoissonBinomial(int n) {
   return ps;
 }
 
+// How a run gets its builder.
+enum class BuilderUse { kFresh, kFreshReserved, kReusedReserved };
+
 template <typename T>
-void Time(const char* name, const Problems<T>& ps, int runs, bool reserve) {
+void Time(const char* name, const Problems<T>& ps, int runs, BuilderUse use) {
   std::vector<double> add, finish, pack, total;
   std::vector<unsigned char> arena;
+  const bool reserve = use != BuilderUse::kFresh;
+  EnumerateBatchBuilder<T> kept;
   for (int r = 0; r < runs; ++r) {
     const Clock::time_point t0 = Clock::now();
-    EnumerateBatchBuilder<T> b;
+    EnumerateBatchBuilder<T> fresh;
+    EnumerateBatchBuilder<T>& b =
+        use == BuilderUse::kReusedReserved ? kept : fresh;
+    b.Reset();
     if (reserve) {  // as the server does
       size_t terms = 0, values = 0;
       for (const std::vector<PmfTerm<T>>& problem : ps.terms) {
@@ -177,9 +189,13 @@ Problems<T> RandomProblems(std::mt19937_64& rng, int count) {
   return ps;
 }
 
+// `reused`: a builder to Reset() and plan in (null: a fresh one).
 template <typename T>
-uint64_t Fingerprint(const Problems<T>& ps, const EnumerateOptions& options) {
-  EnumerateBatchBuilder<T> b(options);
+uint64_t Fingerprint(const Problems<T>& ps, const EnumerateOptions& options,
+                     EnumerateBatchBuilder<T>* reused = nullptr) {
+  EnumerateBatchBuilder<T> fresh(options);
+  EnumerateBatchBuilder<T>& b = reused != nullptr ? *reused : fresh;
+  b.Reset(options);
   for (size_t p = 0; p < ps.terms.size(); ++p) {
     if (!b.Add(ps.terms[p], ps.in[p], ps.out[p]).ok()) std::abort();
   }
@@ -216,7 +232,7 @@ uint64_t Fingerprint(const Problems<T>& ps, const EnumerateOptions& options) {
 }
 
 template <typename T>
-void PrintFingerprints(const char* type) {
+void PrintFingerprints(const char* type, EnumerateBatchBuilder<T>* reused) {
   std::mt19937_64 rng(3);
   for (int batch = 0; batch < 12; ++batch) {
     const Problems<T> ps = RandomProblems<T>(rng, 1 + batch * batch * 5);
@@ -228,17 +244,21 @@ void PrintFingerprints(const char* type) {
     for (const EnumerateOptions& o : options) {
       std::printf("%s batch %d method %d config %d: %016llx\n", type, batch,
                   static_cast<int>(o.method), o.direct_config,
-                  static_cast<unsigned long long>(Fingerprint(ps, o)));
+                  static_cast<unsigned long long>(Fingerprint(ps, o, reused)));
     }
   }
   std::printf("%s small: %016llx\n", type,
               static_cast<unsigned long long>(
-                  Fingerprint(SmallProblems<T>(2000, 8, 4), {})));
+                  Fingerprint(SmallProblems<T>(2000, 8, 4), {}, reused)));
+  // Enough problems for the planner's threads (kProblemsPerThread).
+  std::printf("%s small 16384: %016llx\n", type,
+              static_cast<unsigned long long>(
+                  Fingerprint(SmallProblems<T>(16384, 8, 4), {}, reused)));
 }
 
 int Main(int argc, char** argv) {
   int runs = 20;
-  bool fingerprint = false;
+  bool fingerprint = false, reuse = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--runs=", 0) == 0 &&
@@ -249,24 +269,37 @@ int Main(int argc, char** argv) {
       fingerprint = true;
       continue;
     }
+    if (arg == "--reuse") {
+      reuse = true;
+      continue;
+    }
     std::fprintf(stderr,
-                 "usage: enumerate_plan_bench [--runs=20] [--fingerprint]\n");
+                 "usage: enumerate_plan_bench [--runs=20] [--fingerprint "
+                 "[--reuse]]\n");
     return 2;
   }
   if (fingerprint) {
-    PrintFingerprints<float>("float");
-    PrintFingerprints<double>("double");
-    std::printf("double pb: %016llx\n",
-                static_cast<unsigned long long>(
-                    Fingerprint(PoissonBinomial(4000), {})));
+    EnumerateBatchBuilder<float> float_builder;
+    EnumerateBatchBuilder<double> double_builder;
+    PrintFingerprints<float>("float", reuse ? &float_builder : nullptr);
+    PrintFingerprints<double>("double", reuse ? &double_builder : nullptr);
+    std::printf(
+        "double pb: %016llx\n",
+        static_cast<unsigned long long>(Fingerprint(
+            PoissonBinomial(4000), {}, reuse ? &double_builder : nullptr)));
     return 0;
   }
   const Problems<float> small = SmallProblems<float>(16384, 8, 4);
   const Problems<double> pb = PoissonBinomial(4000);
-  for (bool reserve : {false, true}) {
-    std::printf("-- %s\n", reserve ? "Reserve() first" : "no Reserve()");
-    Time("small 16384x8x4 f32", small, runs, reserve);
-    Time("pb n=4000 f64 log", pb, runs, reserve);
+  for (const BuilderUse use : {BuilderUse::kFresh, BuilderUse::kFreshReserved,
+                               BuilderUse::kReusedReserved}) {
+    std::printf("-- %s\n",
+                use == BuilderUse::kFresh ? "no Reserve()"
+                : use == BuilderUse::kFreshReserved
+                    ? "Reserve() first"
+                    : "one builder, Reset() and Reserve() every run");
+    Time("small 16384x8x4 f32", small, runs, use);
+    Time("pb n=4000 f64 log", pb, runs, use);
   }
   return 0;
 }

@@ -116,10 +116,18 @@ fi
 
 # The CUDA enumeration's host planning on this host's CPU (issue 15): Add,
 # Finish and PackInto of 16,384 problems of 8 terms of 4 points (float32)
-# and of a Poisson binomial of 4,000 terms (float64, log out), ms per stage.
+# and of a Poisson binomial of 4,000 terms (float64, log out), ms per stage,
+# for a fresh builder and for one reused across batches (the server's). The
+# planner's fingerprints (what it hands the device), fresh and reused, with
+# this host's planning threads: they must equal each other and the
+# development machine's (the 16,384-problem lines: float cd24617dfd7356ae,
+# double 8aa38d2fd8eb32c5).
 if want plan; then
   ./enumerate_plan_bench --runs=25 > "$work/plan.log" 2>&1
-  summary "enumerate host planning: rc=$? $(grep 'Reserve() first' -A2 "$work/plan.log" | tail -2 | tr '\n' ';')"
+  summary "enumerate host planning: rc=$? $(grep -E 'Reserve\(\) first|one builder' -A2 "$work/plan.log" | grep small | tr '\n' ';')"
+  ./enumerate_plan_bench --fingerprint > "$work/plan_fingerprint.log" 2>&1
+  ./enumerate_plan_bench --fingerprint --reuse > "$work/plan_fingerprint_reuse.log" 2>&1
+  summary "enumerate planner fingerprints: fresh and reused $(cmp -s "$work/plan_fingerprint.log" "$work/plan_fingerprint_reuse.log" && echo equal || echo DIFFER); $(grep 'small 16384' "$work/plan_fingerprint.log" | tr '\n' ';')"
 fi
 
 # Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor,

@@ -55,11 +55,19 @@
 // CPU; a node carries its level-1 pairs' float error (at most 15 u, the
 // convolution of non-negative values adds no more), so the bound holds.
 //
-// Log space: an online log-sum-exp per output in double: each lane keeps the
-// largest pair so far and the sum of exp(pair - largest), rescaling when the
-// largest changes (one exp per pair either way); members combine their
-// (max, sum) pairs by a butterfly of a symmetric operation, so every lane gets
-// the same bits. -inf (a zero probability) stays exactly -inf.
+// Log path (log input or output): extended-range arithmetic, the CPU's
+// scheme (ExtendedKernel; enumerate_cpu_convolve.h): the tree's nodes are
+// m * 2^e (a double mantissa, an int64 exponent) in scratch, each pair
+// convolution a tilted, scaled plain multiply-add per tile, so a node's
+// relative error is a few ulps per level whatever its magnitude (1e-300 and
+// far below included), and the root converts to log (or linear) once. Only
+// log inputs beyond the extended form's range (|v| > 2^32, as on the CPU)
+// take the log kernel (LogKernel): an online log-sum-exp per output in
+// double: each lane keeps the largest pair so far and the sum of exp(pair -
+// largest), rescaling when the largest changes (one exp per pair either
+// way); members combine their (max, sum) pairs by a butterfly of a
+// symmetric operation, so every lane gets the same bits. -inf (a zero
+// probability) stays exactly -inf.
 //
 // Determinism: every sum has a fixed order (lane order within a chunk, chunk
 // order, a fixed butterfly), no floating-point atomics; a problem's kernel
@@ -267,6 +275,29 @@ __device__ __forceinline__ void Operands(const StepProblem& sp, Operand* x,
   } else {
     *x = b;
     *y = a;
+  }
+}
+
+// This warp's part of the block's dynamic shared memory, `elems` doubles a
+// warp.
+__device__ __forceinline__ double* WarpSharedDoubles(int elems) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  return reinterpret_cast<double*>(smem_raw) +
+         static_cast<int>(threadIdx.x / kWarpSize) * elems;
+}
+
+// Calls run(step_problem, tile) for each task of warp `warp` of this block
+// (a grid-stride loop over the launch's warps).
+template <typename T, typename Run>
+__device__ __forceinline__ void ForEachWarpTask(const DeviceArgs<T>& args,
+                                                int warp, Run run) {
+  for (int64_t task = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+       task < args.num_tasks;
+       task += static_cast<int64_t>(gridDim.x) * kWarpsPerBlock) {
+    StepProblem sp;
+    int64_t tile;
+    TaskOf(args.steps, args.tasks, task, &sp, &tile);
+    run(sp, tile);
   }
 }
 
@@ -720,85 +751,425 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
   using S = LogShape<G>;
   constexpr int NG = S::NG, TW = S::TW, U = S::U;
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-  extern __shared__ __align__(16) unsigned char smem_raw[];
   const int lane = threadIdx.x & (kWarpSize - 1);
-  const int warp = threadIdx.x / kWarpSize;
-  double* const xs = reinterpret_cast<double*>(smem_raw) + warp * S::kWarpElems;
+  double* const xs = WarpSharedDoubles(S::kWarpElems);
   double* const ys = xs + S::XS;
   const int member = lane / NG;
   const int group = lane % NG;
 
-  for (int64_t task = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-       task < args.num_tasks;
-       task += static_cast<int64_t>(gridDim.x) * kWarpsPerBlock) {
-    StepProblem sp;
-    int64_t tile;
-    TaskOf(args.steps, args.tasks, task, &sp, &tile);
-    Operand xo, yo;
-    Operands(sp, &xo, &yo);
-    const bool in_log = (sp.bits & kInLog) != 0;
-    const int64_t LX = xo.len, LY = yo.len;
-    const int64_t K = LX + LY - 1;
-    const int64_t k0 = tile * TW;
-    const int64_t jlo = k0 - LY + 1 > 0 ? k0 - LY + 1 : 0;
-    const int64_t jhi = k0 + TW - 1 < LX - 1 ? k0 + TW - 1 : LX - 1;
+  ForEachWarpTask(
+      args, threadIdx.x / kWarpSize, [&](const StepProblem& sp, int64_t tile) {
+        const Geometry g = MakeGeometry<TW>(sp, tile);
+        const Operand &xo = g.x, &yo = g.y;
+        const bool in_log = (sp.bits & kInLog) != 0;
+        const int64_t LX = xo.len, LY = yo.len;
+        const int64_t K = g.K, k0 = g.k0, jlo = g.jlo, jhi = g.jhi;
 
-    double mx = kNegInf, sum = 0.0;
-    for (int64_t jc = jlo; jc <= jhi;) {
-      const int64_t rest = (jhi - jc + G) / G;
-      const int steps = rest >= S::S_MAX
-                            ? S::S_MAX
-                            : static_cast<int>((rest + U - 1) / U * U);
-      const int span = G * steps;
-      __syncwarp();
-      Stage<double>(
-          span, lane,
-          [&](int i) {
-            const int64_t j = jc + i;
-            return j < LX ? LoadLog(args, xo, j, in_log) : kNegInf;
-          },
-          [](int i) { return (i % G) * S::XROW + i / G; }, xs);
-      const int64_t ybase = k0 - jc - span + 1;
-      Stage<double>(
-          TW + span - 1, lane,
-          [&](int i) {
-            const int64_t y = ybase + i;
-            return y >= 0 && y < LY ? LoadLog(args, yo, y, in_log) : kNegInf;
-          },
-          [](int i) { return i; }, ys);
-      __syncwarp();
-      const double* xp = xs + member * S::XROW;
-      const double* yp = ys + (group - member + span - 1);
-      for (int t = 0; t < steps; ++t) {
-        const double v = xp[t] + yp[-G * t];
-        // Online log-sum-exp: one exp per pair, whichever way it goes.
-        const bool up = v > mx;
-        const double e = exp(up ? mx - v : v - mx);
-        sum = up ? __fma_rn(sum, e, 1.0) : (v > kNegInf ? sum + e : sum);
-        mx = up ? v : mx;
-      }
-      jc += span;
-    }
+        double mx = kNegInf, sum = 0.0;
+        for (int64_t jc = jlo; jc <= jhi;) {
+          const int64_t rest = (jhi - jc + G) / G;
+          const int steps = rest >= S::S_MAX
+                                ? S::S_MAX
+                                : static_cast<int>((rest + U - 1) / U * U);
+          const int span = G * steps;
+          __syncwarp();
+          Stage<double>(
+              span, lane,
+              [&](int i) {
+                const int64_t j = jc + i;
+                return j < LX ? LoadLog(args, xo, j, in_log) : kNegInf;
+              },
+              [](int i) { return (i % G) * S::XROW + i / G; }, xs);
+          const int64_t ybase = k0 - jc - span + 1;
+          Stage<double>(
+              TW + span - 1, lane,
+              [&](int i) {
+                const int64_t y = ybase + i;
+                return y >= 0 && y < LY ? LoadLog(args, yo, y, in_log)
+                                        : kNegInf;
+              },
+              [](int i) { return i; }, ys);
+          __syncwarp();
+          const double* xp = xs + member * S::XROW;
+          const double* yp = ys + (group - member + span - 1);
+          for (int t = 0; t < steps; ++t) {
+            const double v = xp[t] + yp[-G * t];
+            // Online log-sum-exp: one exp per pair, whichever way it goes.
+            const bool up = v > mx;
+            const double e = exp(up ? mx - v : v - mx);
+            sum = up ? __fma_rn(sum, e, 1.0) : (v > kNegInf ? sum + e : sum);
+            mx = up ? v : mx;
+          }
+          jc += span;
+        }
     // Combine the members' (max, sum): symmetric, so both partners of a
     // butterfly step get the same bits. (Two values per step and a combine
     // of both: not a WarpButterfly.)
 #pragma unroll
-    for (int mask = NG; mask < kWarpSize; mask <<= 1) {
-      const double omx = __shfl_xor_sync(kFullMask, mx, mask);
-      const double osum = __shfl_xor_sync(kFullMask, sum, mask);
-      const double nm = mx > omx ? mx : omx;
-      const double mine = mx == kNegInf ? 0.0 : sum * exp(mx - nm);
-      const double theirs = omx == kNegInf ? 0.0 : osum * exp(omx - nm);
-      sum = mine + theirs;
-      mx = nm;
+        for (int mask = NG; mask < kWarpSize; mask <<= 1) {
+          const double omx = __shfl_xor_sync(kFullMask, mx, mask);
+          const double osum = __shfl_xor_sync(kFullMask, sum, mask);
+          const double nm = mx > omx ? mx : omx;
+          const double mine = mx == kNegInf ? 0.0 : sum * exp(mx - nm);
+          const double theirs = omx == kNegInf ? 0.0 : osum * exp(omx - nm);
+          sum = mine + theirs;
+          mx = nm;
+        }
+        double* const staged = xs;
+        __syncwarp();
+        if (member == 0)
+          staged[group] = mx == kNegInf ? kNegInf : mx + log(sum);
+        __syncwarp();
+        WriteTile(args, sp, k0, K, TW, lane, kWarpSize, staged,
+                  /*log_values=*/true);
+      });
+}
+
+// ------------------------------------------------ extended kernel ----
+
+// Extended-range arithmetic on the device: enumerate_cpu_convolve.{h,cc}'s
+// scheme (a double mantissa in [0.5, 1) and an int64 exponent), so that the
+// log path's tree is linear arithmetic with a relative error of a few ulps
+// per level, converted to log (or linear) once, at the root.
+namespace ext {
+
+constexpr int64_t kZeroExponent = -(int64_t{1} << 61);
+constexpr int64_t kNoPair = -(int64_t{1} << 60);
+constexpr int64_t kMaxTilt = int64_t{1} << 30;
+constexpr double kAccurate = 0x1p-900;
+constexpr double kLn2Hi = 6.93147180369123816490e-01;
+constexpr double kLn2Lo = 1.90821492927058770002e-10;
+constexpr double kInvLn2 = 1.44269504088896338700e+00;
+// Steps of a lane's block sum before it joins the lane's total.
+constexpr int kBlock = 32;
+
+// 2^d for d in [-1022, 1023], exactly.
+__device__ __forceinline__ double Pow2(int64_t d) {
+  return __longlong_as_double(static_cast<long long>(d + 1023) << 52);
+}
+
+// m * 2^d for m in [0, 1) and d <= 0, rounded once; 0 below 2^-1100 (the
+// CPU's Scale).
+__device__ __forceinline__ double Scale(double m, int64_t d) {
+  if (d >= -1022) return __dmul_rn(m, Pow2(d));
+  if (d < -1100) return 0.0;
+  return __dmul_rn(__dmul_rn(m, Pow2(d + 200)), Pow2(-200));
+}
+
+// A term's value (linear or log) in extended form (the CPU's FromLinear and
+// FromLog; exp on the device is within an ulp of the host's).
+__device__ __forceinline__ void FromValue(double v, bool in_log, double* m,
+                                          int64_t* e) {
+  if (in_log) {
+    if (v == -std::numeric_limits<double>::infinity()) {
+      *m = 0.0;
+      *e = kZeroExponent;
+      return;
     }
-    double* const staged = xs;
-    __syncwarp();
-    if (member == 0) staged[group] = mx == kNegInf ? kNegInf : mx + log(sum);
-    __syncwarp();
-    WriteTile(args, sp, k0, K, TW, lane, kWarpSize, staged,
-              /*log_values=*/true);
+    const double n = floor(__dmul_rn(v, kInvLn2));
+    v = __dsub_rn(__dsub_rn(v, __dmul_rn(n, kLn2Hi)), __dmul_rn(n, kLn2Lo));
+    int ee = 0;
+    *m = frexp(exp(v), &ee);
+    *e = static_cast<int64_t>(n) + ee;
+    return;
   }
+  if (v == 0.0) {
+    *m = 0.0;
+    *e = kZeroExponent;
+    return;
+  }
+  int ee = 0;
+  *m = frexp(v, &ee);
+  *e = ee;
+}
+
+// The CPU's ToLog and ToLinear (no contraction: the same roundings).
+__device__ __forceinline__ double ToLog(double m, int64_t e) {
+  if (m == 0.0) return -std::numeric_limits<double>::infinity();
+  const double n = static_cast<double>(e);
+  return __dadd_rn(__dmul_rn(n, kLn2Hi),
+                   __dadd_rn(log(m), __dmul_rn(n, kLn2Lo)));
+}
+__device__ __forceinline__ double ToLinear(double m, int64_t e) {
+  if (m == 0.0) return 0.0;
+  if (e > 2000) return std::numeric_limits<double>::infinity();
+  if (e < -2000) return 0.0;
+  return ldexp(m, static_cast<int>(e));
+}
+
+// a / b rounded to nearest (b > 0), as on the CPU.
+__device__ __forceinline__ int64_t RoundDiv(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b / 2) / b : -((-a + b / 2) / b);
+}
+
+}  // namespace ext
+
+// Element i of an operand in extended form: a node of scratch (already
+// extended) or a term value, converted.
+template <typename T>
+__device__ __forceinline__ void LoadExtended(const DeviceArgs<T>& args,
+                                             const Operand& o, int64_t i,
+                                             bool in_log, double* m,
+                                             int64_t* e) {
+  if (o.scratch) {
+    const double* const p = args.scratch + (o.base + 2 * i);
+    *m = p[0];
+    *e = __double_as_longlong(p[1]);
+    return;
+  }
+  ext::FromValue(static_cast<double>(__ldg(args.values + (o.base + i))), in_log,
+                 m, e);
+}
+
+template <typename T>
+__device__ __forceinline__ int64_t ExponentOf(const DeviceArgs<T>& args,
+                                              const Operand& o, int64_t i,
+                                              bool in_log) {
+  double m;
+  int64_t e;
+  LoadExtended(args, o, i, in_log, &m, &e);
+  return e;
+}
+
+__device__ __forceinline__ int64_t WarpMaxI64(int64_t v) {
+  return WarpButterfly<ButterflyOrder::kHighToLow>(v, WarpMax<int64_t>());
+}
+
+// The largest pair exponent of output k of x (*) y, in every lane (below
+// ext::kNoPair: no pair of non-zero values).
+template <typename T>
+__device__ __forceinline__ int64_t LargestPair(const DeviceArgs<T>& args,
+                                               const Operand& x,
+                                               const Operand& y, int64_t k,
+                                               bool in_log, int lane) {
+  const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
+  const int64_t hi = k < x.len - 1 ? k : x.len - 1;
+  int64_t best = std::numeric_limits<int64_t>::min();
+  for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
+    const int64_t e =
+        ExponentOf(args, x, j, in_log) + ExponentOf(args, y, k - j, in_log);
+    best = e > best ? e : best;
+  }
+  return WarpMaxI64(best);
+}
+
+// Output k on its own, by the whole warp (the CPU's ExactOutput): every pair
+// scaled by the largest (at least 1/4 after scaling), each lane's pairs
+// summed in ascending j, the lanes' sums by a butterfly.
+template <typename T>
+__device__ __forceinline__ void ExactOutput(const DeviceArgs<T>& args,
+                                            const Operand& x, const Operand& y,
+                                            int64_t k, bool in_log, int lane,
+                                            double* m, int64_t* e) {
+  const int64_t largest = LargestPair(args, x, y, k, in_log, lane);
+  if (largest < ext::kNoPair) {
+    *m = 0.0;
+    *e = ext::kZeroExponent;
+    return;
+  }
+  const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
+  const int64_t hi = k < x.len - 1 ? k : x.len - 1;
+  double s = 0.0;
+  for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
+    double mx, my;
+    int64_t ex, ey;
+    LoadExtended(args, x, j, in_log, &mx, &ex);
+    LoadExtended(args, y, k - j, in_log, &my, &ey);
+    s = __dadd_rn(s, ext::Scale(__dmul_rn(mx, my), ex + ey - largest));
+  }
+  s = WarpButterfly<ButterflyOrder::kHighToLow>(s, WarpPlus<double>());
+  int ee = 0;
+  *m = frexp(s, &ee);
+  *e = largest + ee;
+}
+
+// The extended-range pair convolution (LaunchKind::kExtended). A warp
+// takes a tile of TW = NG * R outputs [k0, k0 + TW): NG groups of G
+// members, group g owning outputs k0 + g R + i (i < R), member m taking
+// j = jc + m + G t at step t, as in the log kernel's shape. The CPU's tile
+// scheme (enumerate_cpu_convolve.h): both operands' windows tilted by
+// 2^(-sigma i), sigma the secant slope of the tile's first and last outputs'
+// largest pair exponents, scaled so that their largest value is below 1, and
+// staged as plain doubles; then a plain FMA loop (block sums of kBlock steps
+// into a lane total, a butterfly over the members). An output whose scaled
+// sum is at least 2^-900 is within (kBlock + J / (kBlock G) + log2 G + 2)
+// roundings of its exact value (J its pairs); any other is recomputed on its
+// own by the warp (ExactOutput). Nodes stay extended in scratch; the root
+// writes log (or linear) values, one conversion.
+// Shared memory of one warp of the extended kernel: the log kernel's x
+// chunk, and the window of y for TW outputs.
+template <int G>
+constexpr int ExtendedWarpElems() {
+  using S = LogShape<G>;
+  constexpr int TW = S::NG * enumerate_internal::kExtendedOutputs;
+  return S::XS + RoundUp(TW + G * S::S_MAX - 1, S::V);
+}
+
+template <typename T, int G>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
+    ExtendedKernel(const DeviceArgs<T> args) {
+  using S = LogShape<G>;
+  constexpr int NG = S::NG, R = enumerate_internal::kExtendedOutputs;
+  constexpr int TW = NG * R;
+  constexpr int kSteps = S::S_MAX;  // steps per staged chunk
+  static_assert(S::XS >= 2 * TW, "the output staging reuses the x chunk");
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int member = lane / NG;
+  const int group = lane % NG;
+  double* const xs = WarpSharedDoubles(ExtendedWarpElems<G>());
+  double* const ys = xs + S::XS;
+
+  ForEachWarpTask(
+      args, threadIdx.x / kWarpSize, [&](const StepProblem& sp, int64_t tile) {
+        const Geometry g = MakeGeometry<TW>(sp, tile);
+        const Operand &xo = g.x, &yo = g.y;
+        const bool in_log = (sp.bits & kInLog) != 0;
+        const int64_t LY = yo.len;
+        const int64_t k0 = g.k0, jlo = g.jlo, jhi = g.jhi;
+        const int64_t kt = g.K - k0 < TW ? g.K - k0 : TW;
+
+        // The tilt, and each window's largest tilted exponent.
+        int64_t sigma = 0;
+        if (kt > 1) {
+          const int64_t first = LargestPair(args, xo, yo, k0, in_log, lane);
+          const int64_t last =
+              LargestPair(args, xo, yo, k0 + kt - 1, in_log, lane);
+          if (first >= ext::kNoPair && last >= ext::kNoPair) {
+            sigma = ext::RoundDiv(last - first, kt - 1);
+            sigma = sigma < -ext::kMaxTilt  ? -ext::kMaxTilt
+                    : sigma > ext::kMaxTilt ? ext::kMaxTilt
+                                            : sigma;
+          }
+        }
+        const int64_t ilo = k0 - jhi > 0 ? k0 - jhi : 0;
+        const int64_t ihi =
+            k0 + kt - 1 - jlo < LY - 1 ? k0 + kt - 1 - jlo : LY - 1;
+        int64_t ex = std::numeric_limits<int64_t>::min();
+        for (int64_t j = jlo + lane; j <= jhi; j += kWarpSize) {
+          const int64_t e = ExponentOf(args, xo, j, in_log) - sigma * j;
+          ex = e > ex ? e : ex;
+        }
+        ex = WarpMaxI64(ex);
+        int64_t ey = std::numeric_limits<int64_t>::min();
+        for (int64_t i = ilo + lane; i <= ihi; i += kWarpSize) {
+          const int64_t e = ExponentOf(args, yo, i, in_log) - sigma * i;
+          ey = e > ey ? e : ey;
+        }
+        ey = WarpMaxI64(ey);
+
+        // The tilted, scaled windows as plain doubles in [0, 1), chunk by
+        // chunk; a lane's R sums in block sums of at most kBlock steps.
+        double total[R], block[R];
+#pragma unroll
+        for (int i = 0; i < R; ++i) total[i] = block[i] = 0.0;
+        for (int64_t jc = jlo; jc <= jhi;) {
+          const int64_t rest = (jhi - jc + G) / G;
+          const int steps = rest >= kSteps ? kSteps : static_cast<int>(rest);
+          const int span = G * steps;
+          __syncwarp();
+          for (int i = lane; i < span; i += kWarpSize) {
+            const int64_t j = jc + i;
+            double v = 0.0;
+            if (j <= jhi) {
+              double m;
+              int64_t e;
+              LoadExtended(args, xo, j, in_log, &m, &e);
+              v = ext::Scale(m, e - sigma * j - ex);
+            }
+            xs[(i % G) * S::XROW + i / G] = v;
+          }
+          // y index of ys[0]: output k0 - pair jc + span - 1.
+          const int64_t ybase = k0 - jc - span + 1;
+          for (int i = lane; i < TW + span - 1; i += kWarpSize) {
+            const int64_t yi = ybase + i;
+            double v = 0.0;
+            if (yi >= ilo && yi <= ihi) {
+              double m;
+              int64_t e;
+              LoadExtended(args, yo, yi, in_log, &m, &e);
+              v = ext::Scale(m, e - sigma * yi - ey);
+            }
+            ys[i] = v;
+          }
+          __syncwarp();
+          const double* const xp = xs + member * S::XROW;
+          // Output g R + i, pair jc + member + G t: y at ys[g R + i - member -
+          // G t + span - 1].
+          const double* const yp = ys + (group * R - member + span - 1);
+          for (int t0 = 0; t0 < steps; t0 += ext::kBlock) {
+            const int t1 = steps - t0 < ext::kBlock ? steps : t0 + ext::kBlock;
+            for (int t = t0; t < t1; ++t) {
+              const double xv = xp[t];
+#pragma unroll
+              for (int i = 0; i < R; ++i) {
+                block[i] = __fma_rn(xv, yp[i - G * t], block[i]);
+              }
+            }
+#pragma unroll
+            for (int i = 0; i < R; ++i) {
+              total[i] = __dadd_rn(total[i], block[i]);
+              block[i] = 0.0;
+            }
+          }
+          jc += span;
+        }
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+          total[i] = WarpButterfly<ButterflyOrder::kLowToHigh, kWarpSize, NG>(
+              total[i], WarpPlus<double>());
+        }
+        // The tile's outputs in shared memory: mantissas, then exponents.
+        double* const out_m = xs;
+        int64_t* const out_e = reinterpret_cast<int64_t*>(xs + TW);
+        __syncwarp();
+        if (member == 0) {
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            const double s = total[i];
+            int ee = 0;
+            out_m[group * R + i] = frexp(s, &ee);
+            out_e[group * R + i] =
+                s >= ext::kAccurate
+                    ? ex + ey + sigma * (k0 + group * R + i) + ee
+                    : ext::kNoPair;  // recomputed below
+          }
+        }
+        __syncwarp();
+        for (int t = 0; t < kt; ++t) {
+          if (out_e[t] != ext::kNoPair) continue;  // warp-uniform
+          double m;
+          int64_t e;
+          ExactOutput(args, xo, yo, k0 + t, in_log, lane, &m, &e);
+          __syncwarp();
+          if (lane == 0) {
+            out_m[t] = m;
+            out_e[t] = e;
+          }
+          __syncwarp();
+        }
+        // The write: extended to scratch, or converted once at the root.
+        if ((sp.bits & kDstScratch) != 0) {
+          double* const d = args.scratch + (sp.dst + 2 * k0);
+          for (int i = lane; i < kt; i += kWarpSize) {
+            d[2 * i] = out_m[i];
+            d[2 * i + 1] = __longlong_as_double(out_e[i]);
+          }
+        } else {
+          const bool out_log = (sp.bits & kOutLog) != 0;
+          T* const d = args.out + (sp.dst + k0);
+          bool bad = false;
+          for (int i = lane; i < kt; i += kWarpSize) {
+            const T r =
+                static_cast<T>(out_log ? ext::ToLog(out_m[i], out_e[i])
+                                       : ext::ToLinear(out_m[i], out_e[i]));
+            d[i] = r;
+            bad |= out_log ? !(r < std::numeric_limits<T>::infinity())
+                           : !isfinite(r);
+          }
+          if (bad) Flag(args.status, sp.problem);
+        }
+        __syncwarp();
+      });
 }
 
 // ---------------------------------------------------- copy kernel ----
@@ -942,17 +1313,33 @@ KernelEntry LinearKernelFor(int config, bool f32) {
              : LinearTable<T, false>(Seq{})[config];
 }
 
+// A log-path kernel's entry: one task a warp, `warp_elems` doubles of
+// shared memory a warp.
+KernelEntry DoublesEntry(const void* fn, int warp_elems) {
+  return {fn, static_cast<int>(kWarpsPerBlock * warp_elems * sizeof(double)),
+          1};
+}
+
 template <typename T>
 KernelEntry LogKernelFor(int config) {
   static const KernelEntry table[] = {
-      {reinterpret_cast<const void*>(&LogKernel<T, kLogGroups[0]>),
-       static_cast<int>(kWarpsPerBlock * LogShape<kLogGroups[0]>::kWarpElems *
-                        sizeof(double)),
-       1},
-      {reinterpret_cast<const void*>(&LogKernel<T, kLogGroups[1]>),
-       static_cast<int>(kWarpsPerBlock * LogShape<kLogGroups[1]>::kWarpElems *
-                        sizeof(double)),
-       1},
+      DoublesEntry(reinterpret_cast<const void*>(&LogKernel<T, kLogGroups[0]>),
+                   LogShape<kLogGroups[0]>::kWarpElems),
+      DoublesEntry(reinterpret_cast<const void*>(&LogKernel<T, kLogGroups[1]>),
+                   LogShape<kLogGroups[1]>::kWarpElems),
+  };
+  return table[config];
+}
+
+template <typename T>
+KernelEntry ExtendedKernelFor(int config) {
+  static const KernelEntry table[] = {
+      DoublesEntry(
+          reinterpret_cast<const void*>(&ExtendedKernel<T, kLogGroups[0]>),
+          ExtendedWarpElems<kLogGroups[0]>()),
+      DoublesEntry(
+          reinterpret_cast<const void*>(&ExtendedKernel<T, kLogGroups[1]>),
+          ExtendedWarpElems<kLogGroups[1]>()),
   };
   return table[config];
 }
@@ -1037,6 +1424,10 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
             !s.ok()) {
           return s;
         }
+        break;
+      case LaunchKind::kExtended:
+        SAMPLER_RETURN_IF_ERROR(
+            LaunchEntry<T>(ExtendedKernelFor<T>(l.config), args, stream));
         break;
       case LaunchKind::kFft: {
         if (fft == nullptr) {

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "cufft_loader.h"
+#include "enumerate_cpu_convolve.h"
 #include "sampler/kernels/common.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/enumerate.h"
@@ -45,6 +48,9 @@ int AutoLogConfig(int64_t lx) { return lx <= 64 ? 0 : 1; }
 
 int TileOutputs(LaunchKind kind, int config) {
   if (kind == LaunchKind::kLog) return kWarpSize / kLogGroups[config];
+  if (kind == LaunchKind::kExtended) {
+    return kWarpSize / kLogGroups[config] * kExtendedOutputs;
+  }
   const DirectConfigDef& c = kDirectConfigDefs[config];
   return kWarpSize / c.sw / c.g * c.r;
 }
@@ -99,6 +105,34 @@ absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs() {
 }
 
 template <typename T>
+void EnumerateBatchBuilder<T>::Reset(const EnumerateOptions& options) {
+  options_ = options;
+  finished_ = false;
+  problems_.clear();
+  pending_.clear();
+  terms_.clear();
+  values_.clear();
+  steps_.clear();
+  tasks_.clear();
+  fft_signals_.clear();
+  fft_problems_.clear();
+  launches_.clear();
+  layout_ = Layout();
+  scratch_bytes_ = 0;
+  fft_work_at_ = 0;
+  total_out_ = 0;
+  pairs_ = 0;
+}
+
+template <typename T>
+size_t EnumerateBatchBuilder<T>::MemoryBytes() const {
+  auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  return bytes(problems_) + bytes(pending_) + bytes(terms_) + bytes(values_) +
+         bytes(steps_) + bytes(tasks_) + bytes(fft_signals_) +
+         bytes(fft_problems_) + bytes(launches_);
+}
+
+template <typename T>
 void EnumerateBatchBuilder<T>::Reserve(size_t problems, size_t terms,
                                        size_t values) {
   problems_.reserve(problems_.size() + problems);
@@ -136,6 +170,18 @@ absl::StatusOr<int> EnumerateBatchBuilder<T>::Add(
     terms_.push_back({static_cast<int64_t>(values_.size()),
                       static_cast<int32_t>(t.values.size())});
     values_.insert(values_.end(), t.values.begin(), t.values.end());
+  }
+  // The CPU's test (enumerate_cpu.cc): finite log values beyond the
+  // extended form's range send the problem to log-space arithmetic.
+  if (in == ProbSpace::kLog) {
+    for (const PmfTerm<T>& t : terms) {
+      for (const T v : t.values) {
+        p.beyond_extended |=
+            std::isfinite(v) &&
+            std::abs(static_cast<double>(v)) >
+                ::sampler::kernels::enumerate_internal::kMaxExtendedLog;
+      }
+    }
   }
   p.out_begin = total_out_;
   total_out_ += p.out_length;
@@ -217,7 +263,8 @@ namespace {
 // order run the tree bottom up, a level's launches after the last level's.
 constexpr int kLinearSlots = 2 * kNumDirectConfigs;  // config, f32
 constexpr int kLogSlots = 2 * static_cast<int>(std::size(kLogGroups));
-constexpr int kGroupsPerLevel = 1 + kLinearSlots + kLogSlots;  // 1: copies
+// Copies, linear, log, then extended launches (as many slots as log).
+constexpr int kGroupsPerLevel = 1 + kLinearSlots + 2 * kLogSlots;
 // Levels of a tree of fewer than 2^31 terms, plus level 0 (the copies).
 constexpr int kMaxLevels = 32;
 
@@ -225,7 +272,9 @@ int GroupIndex(int level, LaunchKind kind, int config, bool f32) {
   const int in_kind = 2 * config + (f32 ? 1 : 0);
   const int slot = kind == LaunchKind::kCopy     ? 0
                    : kind == LaunchKind::kLinear ? 1 + in_kind
-                                                 : 1 + kLinearSlots + in_kind;
+                   : kind == LaunchKind::kLog
+                       ? 1 + kLinearSlots + in_kind
+                       : 1 + kLinearSlots + kLogSlots + in_kind;
   return level * kGroupsPerLevel + slot;
 }
 
@@ -240,17 +289,46 @@ void SetGroup(int group, Launch* l) {
     return;
   }
   const bool linear = slot <= kLinearSlots;
-  const int in_kind = linear ? slot - 1 : slot - 1 - kLinearSlots;
-  l->kind = linear ? LaunchKind::kLinear : LaunchKind::kLog;
+  const bool log = !linear && slot <= kLinearSlots + kLogSlots;
+  const int in_kind = linear ? slot - 1
+                      : log  ? slot - 1 - kLinearSlots
+                             : slot - 1 - kLinearSlots - kLogSlots;
+  l->kind = linear ? LaunchKind::kLinear
+            : log  ? LaunchKind::kLog
+                   : LaunchKind::kExtended;
   l->config = in_kind / 2;
   l->f32 = in_kind % 2 == 1;
+}
+
+// Problems per planning thread, at least: a thread's start costs about what
+// the walks of a few hundred small problems do.
+constexpr size_t kProblemsPerThread = 2048;
+
+// The planner's threads: the hardware's, where there are at least 4 (on
+// two cores, shared with the server's other work, a second planning thread
+// measured slower than one: bench/results/enumerate-plan-host-2026-11-25.md).
+size_t PlanningThreads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw >= 4 ? hw : 1;
+}
+
+// run(r) for r < ranges, range 0 on the calling thread, the others on
+// threads of their own; returns when all are done.
+template <typename Run>
+void RunRanges(size_t ranges, Run&& run) {
+  std::vector<std::thread> threads;
+  threads.reserve(ranges - 1);
+  for (size_t r = 1; r < ranges; ++r) threads.emplace_back(run, r);
+  run(0);
+  for (std::thread& t : threads) t.join();
 }
 
 }  // namespace
 
 template <typename T>
 template <typename Visit>
-int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
+int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
+                                             int64_t scratch_doubles,
                                              Visit&& visit) const {
   // The tree of enumerate.h. Scratch: three buffers of L doubles, L the
   // sum of the terms' lengths. A node covering terms [i, j) lives at
@@ -260,7 +338,9 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
   // (the other), except the odd last node that a level passes up: it
   // stays where it was written, to the right of every node written after
   // it, and when a later level pairs it while it sits in that level's
-  // buffer, their node goes to the third buffer instead.
+  // buffer, their node goes to the third buffer instead. An extended-range
+  // problem's elements are kExtendedDoubles doubles each: its buffers are
+  // that much longer, its offsets that much further.
   struct Node {
     int64_t at;      // values index (a term) or scratch index
     int64_t prefix;  // prefix(first term)
@@ -268,12 +348,14 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
     int buffer;  // -1: a term in values
   };
   std::vector<Node> nodes, next;  // reused by every problem
-  for (size_t p = 0; p < problems_.size(); ++p) {
+  for (size_t p = p_begin; p < p_end; ++p) {
     const EnumerateProblem& prob = problems_[p];
     if (prob.fft) continue;
     const Pending& pd = pending_[p];
     const bool log_path =
         prob.in == ProbSpace::kLog || prob.out == ProbSpace::kLog;
+    const bool extended = log_path && !prob.beyond_extended;
+    const int64_t width = extended ? enumerate_internal::kExtendedDoubles : 1;
     uint32_t space_bits = (prob.in == ProbSpace::kLog ? kInLog : 0u) |
                           (prob.out == ProbSpace::kLog ? kOutLog : 0u);
     if (pd.num_terms == 1) {
@@ -291,7 +373,7 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
       total_len += term.length;
     }
     const int64_t base = scratch_doubles;
-    if (pd.num_terms > 2) scratch_doubles += 3 * total_len;
+    if (pd.num_terms > 2) scratch_doubles += 3 * total_len * width;
     for (int level = 1; nodes.size() > 1; ++level) {
       const bool root = nodes.size() == 2;
       next.clear();
@@ -300,7 +382,7 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
         const Node& b = nodes[i + 1];  // only b can be a passed-up node
         Node r{0, a.prefix, a.len + b.len - 1, level % 2};
         if (b.buffer == r.buffer) r.buffer = 2;
-        r.at = base + r.buffer * total_len + a.prefix;
+        r.at = base + (r.buffer * total_len + a.prefix) * width;
         StepProblem sp;
         sp.problem = static_cast<int32_t>(p);
         sp.bits = space_bits | (a.buffer >= 0 ? kAInScratch : 0u) |
@@ -319,7 +401,9 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(int64_t scratch_doubles,
         const int64_t ly = std::max(a.len, b.len);
         int group;
         if (log_path) {
-          group = GroupIndex(level, LaunchKind::kLog, AutoLogConfig(lx), false);
+          group = GroupIndex(
+              level, extended ? LaunchKind::kExtended : LaunchKind::kLog,
+              AutoLogConfig(lx), false);
         } else {
           const int config = options_.method == EnumerateMethod::kDirect &&
                                      options_.direct_config >= 0 &&
@@ -352,22 +436,56 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
   // makes them, the groups in index order (GroupIndex). Two walks of the
   // trees, so that no group needs a list of its own: the first counts each
   // group's pair convolutions, the second writes each straight to its place.
-  std::vector<int64_t> group_begin(kMaxLevels * kGroupsPerLevel + 1, 0);
-  WalkDirect(*scratch_doubles,
-             [&](int group, const StepProblem&) { ++group_begin[group + 1]; });
-  for (size_t g = 1; g < group_begin.size(); ++g) {
-    group_begin[g] += group_begin[g - 1];
+  //
+  // Many problems: the walks of contiguous ranges of problems run on
+  // threads. A range's first walk counts its groups and its scratch; the
+  // prefix sums over ranges give each range its place in every group and
+  // its scratch base, so its second walk writes exactly what the serial
+  // walk would (the same bits, whatever the number of threads).
+  constexpr int kGroups = kMaxLevels * kGroupsPerLevel;
+  const size_t n = problems_.size();
+  const size_t ranges = std::max<size_t>(
+      1, std::min<size_t>(std::min(PlanningThreads(), size_t{16}),
+                          n / kProblemsPerThread));
+  auto range_begin = [&](size_t r) { return n * r / ranges; };
+  // counts[r][group]: range r's steps in each group; then its cursors.
+  std::vector<std::array<int64_t, kGroups>> counts(ranges);
+  std::vector<int64_t> scratch_end(ranges);
+  RunRanges(ranges, [&](size_t r) {
+    counts[r].fill(0);
+    scratch_end[r] =
+        WalkDirect(range_begin(r), range_begin(r + 1), 0,
+                   [&](int group, const StepProblem&) { ++counts[r][group]; });
+  });
+  std::vector<int64_t> group_begin(kGroups + 1, 0);
+  for (int g = 0; g < kGroups; ++g) {
+    int64_t at = group_begin[g];
+    for (size_t r = 0; r < ranges; ++r) {
+      const int64_t c = counts[r][g];
+      counts[r][g] = at;  // range r's first place in group g
+      at += c;
+    }
+    group_begin[g + 1] = at;
+  }
+  std::vector<int64_t> scratch_base(ranges + 1, *scratch_doubles);
+  for (size_t r = 0; r < ranges; ++r) {
+    scratch_base[r + 1] = scratch_base[r] + scratch_end[r];
   }
   const int64_t steps_at = static_cast<int64_t>(steps_.size());
   steps_.resize(steps_.size() + group_begin.back());
-  std::vector<int64_t> cursor(group_begin.begin(), group_begin.end() - 1);
-  *scratch_doubles =
-      WalkDirect(*scratch_doubles, [&](int group, const StepProblem& sp) {
-        if (group % kGroupsPerLevel != 0) {  // not a copy: a pair
-          pairs_ += static_cast<int64_t>(sp.a_len) * sp.b_len;
-        }
-        steps_[steps_at + cursor[group]++] = sp;
-      });
+  std::vector<int64_t> pairs(ranges, 0);
+  RunRanges(ranges, [&](size_t r) {
+    std::array<int64_t, kGroups>& cursor = counts[r];
+    WalkDirect(range_begin(r), range_begin(r + 1), scratch_base[r],
+               [&](int group, const StepProblem& sp) {
+                 if (group % kGroupsPerLevel != 0) {  // not a copy: a pair
+                   pairs[r] += static_cast<int64_t>(sp.a_len) * sp.b_len;
+                 }
+                 steps_[steps_at + cursor[group]++] = sp;
+               });
+  });
+  for (const int64_t p : pairs) pairs_ += p;
+  *scratch_doubles = scratch_base[ranges];
   for (int group = 0; group + 1 < static_cast<int>(group_begin.size());
        ++group) {
     const int64_t count = group_begin[group + 1] - group_begin[group];
@@ -495,9 +613,11 @@ std::string EnumerateBatchBuilder<T>::DescribeLaunches() const {
                         "; ");
         break;
       case LaunchKind::kLog:
-        absl::StrAppend(&s, "level ", l.level, " log g", kLogGroups[l.config],
-                        " problems ", l.sp_count, " tasks ", l.task_count,
-                        "; ");
+      case LaunchKind::kExtended:
+        absl::StrAppend(&s, "level ", l.level,
+                        l.kind == LaunchKind::kLog ? " log g" : " extended g",
+                        kLogGroups[l.config], " problems ", l.sp_count,
+                        " tasks ", l.task_count, "; ");
         break;
       case LaunchKind::kFft:
         absl::StrAppend(&s, "fft n=", l.fft_length, " problems ",

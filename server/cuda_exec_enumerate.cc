@@ -61,10 +61,29 @@ absl::Status RecomputeOnCpu(const EnumerateWork<T>& work, int p) {
   return absl::OkStatus();
 }
 
+// A kept builder grown beyond this is dropped before the next batch, so that
+// one huge batch does not pin its memory for the thread's life.
+constexpr size_t kKeptBuilderBytes = size_t{64} << 20;
+
+// The batch's builder: one per thread and precision, Reset() for each batch
+// and kept between them, so that planning writes into warm memory (a fresh
+// builder's page faults were most of a many-problem batch's planning:
+// bench/results/enumerate-plan-host-2026-11-25.md). RunBatch is
+// synchronous, so a thread's builder serves one batch at a time.
+template <typename T>
+kc::EnumerateBatchBuilder<T>& ThreadBuilder() {
+  thread_local kc::EnumerateBatchBuilder<T> builder;
+  if (builder.MemoryBytes() > kKeptBuilderBytes) {
+    builder = kc::EnumerateBatchBuilder<T>();
+  }
+  builder.Reset();
+  return builder;
+}
+
 template <typename T>
 absl::StatusOr<double> RunEnumerate(Batch<EnumerateJob>& batch,
                                     CudaSlot& slot) {
-  kc::EnumerateBatchBuilder<T> builder;
+  kc::EnumerateBatchBuilder<T>& builder = ThreadBuilder<T>();
   // Room for every problem first: the builder's lists then never move.
   size_t problems = 0, terms_in_all = 0, values = 0;
   for (const auto& job : batch.jobs) {

@@ -77,6 +77,7 @@ TYPED_TEST(EnumerateCudaHostTest, BuilderContract) {
 
 using enumerate_internal::AutoLinearConfig;
 using enumerate_internal::AutoLogConfig;
+using enumerate_internal::kExtendedOutputs;
 using enumerate_internal::kLogGroups;
 using enumerate_internal::kNumDirectConfigs;
 using enumerate_internal::LaunchKind;
@@ -103,7 +104,8 @@ TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
 }
 
 // A task's tile: 32 / (S G) R outputs for a direct configuration (as
-// EnumerateDirectConfigs() documents it), 32 / G for a log one.
+// EnumerateDirectConfigs() documents it), 32 / G for a log one, 32 / G
+// kExtendedOutputs for an extended one.
 TEST(EnumeratePlanTest, TileOutputs) {
   const absl::Span<const EnumerateDirectConfig> configs =
       EnumerateDirectConfigs();
@@ -116,6 +118,10 @@ TEST(EnumeratePlanTest, TileOutputs) {
   }
   EXPECT_EQ(TileOutputs(LaunchKind::kLog, 0), 32 / kLogGroups[0]);
   EXPECT_EQ(TileOutputs(LaunchKind::kLog, 1), 32 / kLogGroups[1]);
+  EXPECT_EQ(TileOutputs(LaunchKind::kExtended, 0),
+            32 / kLogGroups[0] * kExtendedOutputs);
+  EXPECT_EQ(TileOutputs(LaunchKind::kExtended, 1),
+            32 / kLogGroups[1] * kExtendedOutputs);
 }
 
 TEST(EnumeratePlanTest, Log2RoundsUp) {
@@ -164,11 +170,12 @@ TYPED_TEST(EnumerateCudaHostTest, LaunchList) {
                        ProbSpace::kLog)
                   .ok());
   ASSERT_TRUE(mixed.Finish().ok());
-  // 109 outputs in tiles of 80 (g1r5x2q1), 19 in one of 32 (g1), 118 in 4.
+  // 109 outputs in tiles of 80 (g1r5x2q1); the log output's tree in
+  // extended range: 19 in one tile of 160 (g1), 118 in one.
   EXPECT_EQ(mixed.DescribeLaunches(),
             "copy x1; level 1 linear " + name + f +
-                " problems 1 tasks 2; level 1 log g1 problems 1 tasks 1; "
-                "level 2 log g1 problems 1 tasks 4; ");
+                " problems 1 tasks 2; level 1 extended g1 problems 1 tasks 1; "
+                "level 2 extended g1 problems 1 tasks 1; ");
   EXPECT_GT(mixed.ScratchBytes(), 0u);
   EXPECT_EQ(mixed.ScratchBytes() % 256, 0u);
   EXPECT_EQ(mixed.ArenaBytes() % 256, 0u);
@@ -194,7 +201,8 @@ TYPED_TEST(EnumerateCudaHostTest, FloatProductsOnlyForTheWholeSum) {
 
 // The tree's shape: five terms are three levels, (t0 t1) and (t2 t3), then
 // their pair, then that with t4; scratch is three buffers of the lengths'
-// sum.
+// sum, two doubles an element in extended range (a log problem), one in log
+// space (log values beyond the extended range).
 TYPED_TEST(EnumerateCudaHostTest, TreeLevels) {
   using T = TypeParam;
   const std::vector<T> v = Uniform<T>(10);
@@ -204,10 +212,23 @@ TYPED_TEST(EnumerateCudaHostTest, TreeLevels) {
                   .ok());
   ASSERT_TRUE(b.Finish().ok());
   EXPECT_EQ(b.DescribeLaunches(),
+            "level 1 extended g1 problems 2 tasks 2; level 2 extended g1 "
+            "problems 1 tasks 1; level 3 extended g1 problems 1 tasks 1; ");
+  EXPECT_EQ(b.pair_count(), 2 * 10 * 10 + 19 * 19 + 10 * 37);
+  EXPECT_EQ(b.ScratchBytes(), (3 * 50 * 2 * sizeof(double) + 255) / 256 * 256);
+
+  std::vector<T> beyond = v;
+  beyond[3] = static_cast<T>(-5e9);  // |v| > 2^32: log-space arithmetic
+  EnumerateBatchBuilder<T> l;
+  ASSERT_TRUE(l.Add({{0, v}, {0, v}, {0, beyond}, {0, v}, {0, v}},
+                    ProbSpace::kLog, ProbSpace::kLog)
+                  .ok());
+  ASSERT_TRUE(l.Finish().ok());
+  EXPECT_TRUE(l.problems()[0].beyond_extended);
+  EXPECT_EQ(l.DescribeLaunches(),
             "level 1 log g1 problems 2 tasks 2; level 2 log g1 problems 1 "
             "tasks 2; level 3 log g1 problems 1 tasks 2; ");
-  EXPECT_EQ(b.pair_count(), 2 * 10 * 10 + 19 * 19 + 10 * 37);
-  EXPECT_EQ(b.ScratchBytes(), (3 * 50 * sizeof(double) + 255) / 256 * 256);
+  EXPECT_EQ(l.ScratchBytes(), (3 * 50 * sizeof(double) + 255) / 256 * 256);
 }
 
 // The planned launches run on the host by an interpreter of the kernels'
@@ -255,20 +276,25 @@ class Interpreter {
   void RunLevel(const StepProblem* steps, const std::vector<Launch>& launches,
                 size_t l0, size_t l1) {
     std::vector<Range> reads, writes;
-    std::vector<std::pair<const StepProblem*, bool>> work;  // (sp, log)
+    std::vector<std::pair<const StepProblem*, LaunchKind>> work;
     for (size_t l = l0; l < l1; ++l) {
+      const LaunchKind kind = launches[l].kind;
+      // Scratch doubles an element.
+      const int64_t w = kind == LaunchKind::kExtended
+                            ? enumerate_internal::kExtendedDoubles
+                            : 1;
       for (int64_t i = 0; i < launches[l].sp_count; ++i) {
         const StepProblem& sp = steps[launches[l].sp_begin + i];
-        work.push_back({&sp, launches[l].kind == LaunchKind::kLog});
-        if (launches[l].kind == LaunchKind::kCopy) continue;
+        work.push_back({&sp, kind});
+        if (kind == LaunchKind::kCopy) continue;
         if (sp.bits & enumerate_internal::kAInScratch) {
-          reads.push_back({sp.a, sp.a + sp.a_len});
+          reads.push_back({sp.a, sp.a + w * sp.a_len});
         }
         if (sp.bits & enumerate_internal::kBInScratch) {
-          reads.push_back({sp.b, sp.b + sp.b_len});
+          reads.push_back({sp.b, sp.b + w * sp.b_len});
         }
         if (sp.bits & enumerate_internal::kDstScratch) {
-          writes.push_back({sp.dst, sp.dst + sp.a_len + sp.b_len - 1});
+          writes.push_back({sp.dst, sp.dst + w * (sp.a_len + sp.b_len - 1)});
         }
       }
     }
@@ -290,18 +316,30 @@ class Interpreter {
     }
     if (::testing::Test::HasFailure()) return;
     std::vector<std::vector<double>> results;
-    for (const auto& [sp, log] : work) results.push_back(Convolve(*sp, log));
-    for (size_t i = 0; i < work.size(); ++i) Write(*work[i].first, results[i]);
+    for (const auto& [sp, kind] : work) {
+      results.push_back(Convolve(*sp, kind));
+    }
+    for (size_t i = 0; i < work.size(); ++i) {
+      Write(*work[i].first, work[i].second, results[i]);
+    }
   }
 
-  // An operand in the launch's space (log values for log launches).
+  // An operand in the launch's space (log values for log and extended
+  // launches; an extended launch's scratch holds m and the bits of e).
   std::vector<double> Operand(int64_t at, int32_t len, bool scratch,
-                              bool in_log, bool log) const {
+                              bool in_log, LaunchKind kind) const {
+    const bool log = kind == LaunchKind::kLog || kind == LaunchKind::kExtended;
     const T* values =
         reinterpret_cast<const T*>(arena_.data() + batch_.values_at);
     std::vector<double> v(len);
     for (int32_t i = 0; i < len; ++i) {
-      if (scratch) {
+      if (scratch && kind == LaunchKind::kExtended) {
+        int64_t e;
+        std::memcpy(&e, &scratch_[at + 2 * i + 1], sizeof(e));
+        v[i] = static_cast<double>(
+            std::log(static_cast<long double>(scratch_[at + 2 * i])) +
+            static_cast<long double>(e) * std::log(2.0L));
+      } else if (scratch) {
         v[i] = scratch_[at + i];
       } else {
         const double x = static_cast<double>(values[at + i]);
@@ -311,13 +349,16 @@ class Interpreter {
     return v;
   }
 
-  std::vector<double> Convolve(const StepProblem& sp, bool log) const {
+  std::vector<double> Convolve(const StepProblem& sp, LaunchKind kind) const {
     const bool in_log = sp.bits & enumerate_internal::kInLog;
-    const std::vector<double> b = Operand(
-        sp.b, sp.b_len, sp.bits & enumerate_internal::kBInScratch, in_log, log);
+    const bool log = kind == LaunchKind::kLog || kind == LaunchKind::kExtended;
+    const std::vector<double> b =
+        Operand(sp.b, sp.b_len, sp.bits & enumerate_internal::kBInScratch,
+                in_log, kind);
     if (sp.a_len == 0) return b;  // a copy
-    const std::vector<double> a = Operand(
-        sp.a, sp.a_len, sp.bits & enumerate_internal::kAInScratch, in_log, log);
+    const std::vector<double> a =
+        Operand(sp.a, sp.a_len, sp.bits & enumerate_internal::kAInScratch,
+                in_log, kind);
     std::vector<double> r(a.size() + b.size() - 1);
     for (size_t k = 0; k < r.size(); ++k) {
       long double s = 0;
@@ -331,7 +372,8 @@ class Interpreter {
     return r;
   }
 
-  void Write(const StepProblem& sp, const std::vector<double>& r) {
+  void Write(const StepProblem& sp, LaunchKind kind,
+             const std::vector<double>& r) {
     const bool in_log = sp.bits & enumerate_internal::kInLog;
     const bool out_log = sp.bits & enumerate_internal::kOutLog;
     if (sp.a_len == 0) {  // a copy: the term converted between spaces
@@ -346,7 +388,16 @@ class Interpreter {
     const bool log = (sp.bits & (enumerate_internal::kInLog |
                                  enumerate_internal::kOutLog)) != 0;
     for (size_t i = 0; i < r.size(); ++i) {
-      if (sp.bits & enumerate_internal::kDstScratch) {
+      if ((sp.bits & enumerate_internal::kDstScratch) &&
+          kind == LaunchKind::kExtended) {
+        // The log value as m * 2^e: e = floor(r / ln 2) + 1, m in [0.5, 1).
+        const long double x = r[i];
+        const long double n = std::floor(x / std::log(2.0L)) + 1;
+        const double m = static_cast<double>(std::exp(x - n * std::log(2.0L)));
+        const int64_t e = static_cast<int64_t>(n);
+        scratch_[sp.dst + 2 * i] = m;
+        std::memcpy(&scratch_[sp.dst + 2 * i + 1], &e, sizeof(e));
+      } else if (sp.bits & enumerate_internal::kDstScratch) {
         scratch_[sp.dst + i] = r[i];
       } else {
         out_[sp.dst + i] =

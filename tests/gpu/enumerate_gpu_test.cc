@@ -17,6 +17,9 @@
 //     (L + 4 + J) * 2^-53, L the sum of the terms' log magnitudes, plus the
 //     rounding to T of the result;
 //   FFT path: absolute, 1e-13 of the result's total plus the rounding to T.
+// The log path's extended-range tree is also held to its own, much tighter
+// bound against the CPU and against exact tails (ExtendedTreeMatchesCpu-
+// AndExactTails, up to 10^4 terms).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -385,6 +388,33 @@ Problem<T> RandomProblem(std::mt19937_64& rng, int max_terms, int64_t budget,
   return p;
 }
 
+// A Bernoulli term: (1 - q, q), as linear or log values.
+template <typename T>
+TermData<T> BernoulliTerm(double q, ProbSpace in) {
+  TermData<T> term;
+  term.values = in == ProbSpace::kLog
+                    ? std::vector<T>{static_cast<T>(std::log1p(-q)),
+                                     static_cast<T>(std::log(q))}
+                    : std::vector<T>{static_cast<T>(1 - q), static_cast<T>(q)};
+  return term;
+}
+
+// A long problem's name in failures.
+template <typename T>
+std::string LongName(const Problem<T>& prob, size_t p,
+                     const std::string& trace) {
+  return absl::StrCat("problem ", p, " (", prob.terms.size(), " terms, in ",
+                      prob.in == ProbSpace::kLog ? "log" : "lin", " out ",
+                      prob.out == ProbSpace::kLog ? "log" : "lin", ") ", trace);
+}
+
+// Levels of the pairwise tree of n terms.
+int TreeLevels(size_t n) {
+  int levels = 0;
+  while ((size_t{1} << levels) < n) ++levels;
+  return levels;
+}
+
 // --------------------------------------------------------- tests ----
 
 template <typename T>
@@ -622,13 +652,7 @@ TYPED_TEST(EnumerateGpuTest, LongProblemsMatchCpuTree) {
         for (int t = 0; t < n; ++t) {
           const double q =
               (static_cast<double>(this->rng_() >> 11) + 0.5) * 0x1p-53;
-          TermData<T> term;
-          term.values =
-              in == ProbSpace::kLog
-                  ? std::vector<T>{static_cast<T>(std::log1p(-q)),
-                                   static_cast<T>(std::log(q))}
-                  : std::vector<T>{static_cast<T>(1 - q), static_cast<T>(q)};
-          p.terms.push_back(std::move(term));
+          p.terms.push_back(BernoulliTerm<T>(q, in));
         }
         batch.push_back(std::move(p));
       }
@@ -650,17 +674,13 @@ TYPED_TEST(EnumerateGpuTest, LongProblemsMatchCpuTree) {
   ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
   for (size_t p = 0; p < batch.size(); ++p) {
     const Problem<T>& prob = batch[p];
-    const std::string name = absl::StrCat(
-        "problem ", p, " (", prob.terms.size(), " terms, in ",
-        prob.in == ProbSpace::kLog ? "log" : "lin", " out ",
-        prob.out == ProbSpace::kLog ? "log" : "lin", ") ", this->Trace());
+    const std::string name = LongName(prob, p, this->Trace());
     EXPECT_EQ(got->status[p], 0u) << name;
     absl::StatusOr<Pmf<T>> cpu =
         EnumerateCpu<T>(Terms(prob), prob.in, prob.out);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     ASSERT_EQ(got->values[p].size(), cpu->values.size()) << name;
-    int levels = 0;
-    while ((size_t{1} << levels) < prob.terms.size()) ++levels;
+    const int levels = TreeLevels(prob.terms.size());
     // Pairs per output: at most the result's length.
     size_t pairs = 1;
     for (const TermData<T>& t : prob.terms) pairs += t.values.size() - 1;
@@ -693,6 +713,114 @@ TYPED_TEST(EnumerateGpuTest, LongProblemsMatchCpuTree) {
       }
     }
   }
+}
+
+// The log path's extended-range tree (ExtendedKernel) against the CPU's (the
+// same scheme, enumerate_cpu_convolve.h) and against exact tails, at up to
+// 10^4 terms: Poisson-binomials with probabilities down to 1e-300, so the
+// tails reach e^-10^6 and beyond, linear and log input, log output (and
+// one linear output). Each side's relative error in probability is at most
+// levels * (its roundings per output and level) * 2^-53 (the GPU's:
+// 32 + J / (32 G) + log2 G + 2, J <= the result's length; the CPU's:
+// 130 + J / 4096), plus, for log input, 2 ulps of each term's conversion;
+// so a log result is within that sum plus an ulp of |log p| of the CPU's
+// value (the conversion to log, once, at the root), plus T's rounding. The
+// two extreme points, P(S = 0) = prod (1 - q_i) and P(S = n) = prod q_i,
+// are exact sums of the terms' logs (compensated, in long double).
+TYPED_TEST(EnumerateGpuTest, ExtendedTreeMatchesCpuAndExactTails) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  std::vector<Problem<T>> batch;
+  for (const int n : {2, 3, 1000, 4000, 10000}) {
+    for (const ProbSpace in : {ProbSpace::kLinear, ProbSpace::kLog}) {
+      Problem<T> p;
+      p.in = in;
+      p.out = ProbSpace::kLog;
+      for (int t = 0; t < n; ++t) {
+        // log10 q uniform in [-300, 0) for a third of the terms (deep tails),
+        // q uniform in (0, 1) for the rest.
+        const double u =
+            (static_cast<double>(this->rng_() >> 11) + 0.5) * 0x1p-53;
+        const double q = t % 3 == 0 ? std::pow(10.0, -300 * u) : u;
+        const double lo = std::is_same_v<T, float> ? 1e-37 : 1e-300;
+        p.terms.push_back(BernoulliTerm<T>(std::max(q, lo), in));
+      }
+      batch.push_back(std::move(p));
+    }
+  }
+  {
+    Problem<T> p = batch[batch.size() - 2];  // 10^4 terms, linear in
+    p.out = ProbSpace::kLinear;
+    batch.push_back(std::move(p));
+  }
+  absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {}, nullptr, 2);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+  double worst = 0;
+  for (size_t p = 0; p < batch.size(); ++p) {
+    const Problem<T>& prob = batch[p];
+    absl::StatusOr<Pmf<T>> cpu =
+        EnumerateCpu<T>(Terms(prob), prob.in, prob.out);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    const size_t n = prob.terms.size();
+    const int levels = TreeLevels(n);
+    const std::string name = LongName(prob, p, this->Trace());
+    EXPECT_EQ(got->status[p], 0u) << name;
+    ASSERT_EQ(got->values[p].size(), cpu->values.size()) << name;
+    const double J = static_cast<double>(n + 1);
+    const double relative = (levels * ((32 + J / 32 + 4) + (130 + J / 4096)) +
+                             (prob.in == ProbSpace::kLog ? 4.0 * n : 0.0)) *
+                            0x1p-53;
+    auto ulp = [](double x) {
+      x = std::abs(x);
+      return std::nextafter(x, std::numeric_limits<double>::infinity()) - x;
+    };
+    // Against the CPU at every point.
+    int failures = 0;
+    for (size_t k = 0; k < cpu->values.size() && failures < 5; ++k) {
+      const double g = static_cast<double>(got->values[p][k]);
+      const double c = static_cast<double>(cpu->values[k]);
+      double tol, err;
+      if (prob.out == ProbSpace::kLog) {
+        tol = relative + 2 * ulp(c) + Eps<T>() * (1 + std::abs(c));
+        err = std::abs(g - c);
+      } else {
+        // Linear output: relative where T represents the value.
+        if (c < (std::is_same_v<T, float> ? 1e-30 : 1e-290)) continue;
+        tol = (relative + Eps<T>()) * c;
+        err = std::abs(g - c);
+      }
+      worst = std::max(worst, err / tol);
+      if (!(err <= tol)) {
+        ++failures;
+        ADD_FAILURE() << name << " element " << k << ": gpu " << g << ", cpu "
+                      << c << " (tolerance " << tol << ")";
+      }
+    }
+    if (prob.out != ProbSpace::kLog) continue;
+    // The exact extreme points.
+    for (const int side : {0, 1}) {
+      LD sum = 0, compensation = 0;  // Neumaier
+      for (const TermData<T>& t : prob.terms) {
+        const LD v = prob.in == ProbSpace::kLog
+                         ? static_cast<LD>(t.values[side])
+                         : std::log(static_cast<LD>(t.values[side]));
+        const LD s = sum + v;
+        compensation +=
+            std::abs(sum) >= std::abs(v) ? (sum - s) + v : (v - s) + sum;
+        sum = s;
+      }
+      const double exact = static_cast<double>(sum + compensation);
+      const double g = static_cast<double>(
+          got->values[p][side == 0 ? 0 : got->values[p].size() - 1]);
+      const double tol = relative + 130.0 * levels * 0x1p-53 + ulp(exact) +
+                         Eps<T>() * (1 + std::abs(exact));
+      EXPECT_LE(std::abs(g - exact), tol)
+          << name << (side == 0 ? " P(S = 0)" : " P(S = n)") << ": gpu " << g
+          << ", exact " << exact;
+    }
+  }
+  std::cout << "worst error / tolerance (extended tree vs CPU): " << worst
+            << "\n";
 }
 
 // Zero probabilities give exactly zero (or -inf) where no pair has non-zero

@@ -38,22 +38,29 @@
 // (the blog's skew-diagonal tile) and, at the end, sum them with a
 // __shfl_xor_sync butterfly (lecture version 3); x and a window of y are
 // staged through shared memory. Linear space accumulates in double (float
-// products in short float chains folded into double), log space uses an
-// online log-sum-exp in double. Every sum has a fixed order: the same input
-// gives the same bits on every run, and a problem's bits do not depend on the
-// rest of its batch (its kernel is chosen from its own sizes). An optional
-// cuFFT path for long linear problems trades the relative error of the
+// products in short float chains folded into double); the log path (log
+// input or output) runs the CPU's extended-range scheme (m * 2^e nodes,
+// tilted tiles of plain doubles: enumerate_cpu_convolve.h) and converts to
+// log once at the root; only log inputs beyond 2^32 in magnitude use an
+// online log-sum-exp in double, as the CPU does. Every sum has a fixed order:
+// the same input gives the same bits on every run, and a problem's bits do not
+// depend on the rest of its batch (its kernel is chosen from its own sizes). An
+// optional cuFFT path for long linear problems trades the relative error of the
 // direct path for an absolute one; it is off unless asked for.
 //
 // Accuracy against the long double reference, per element where the
 // reference is not zero (the tests check these): linear space, float:
 // relative <= 1e-6 (the proof in enumerate.cu gives 16 float roundings,
 // 9.5e-7); double: relative <= 1e-12 for problems whose tree has at most 8
-// levels of at most 16384 pairs per output. Log space (an online
-// log-sum-exp in double, not the CPU's extended-range linear form): an
-// absolute error in the log value (relative in probability) of a few ulps
-// of the log values' magnitude per tree level. Exact zeros (-inf) where no
-// pair has non-zero probability, as on the CPU.
+// levels of at most 16384 pairs per output. Log path, extended range: a
+// relative error in probability of at most (32 + J / (32 G) + log2 G + 2)
+// double roundings per tree level (J the output's pairs, G = 1 or 4 the
+// members per output), plus the final rounding of the log value (half an
+// ulp of |log p|), whatever p's magnitude; the CPU's bound is (130 + J /
+// 4096) roundings per level, so the two agree within the sum plus an ulp of
+// |log p|. Log inputs beyond 2^32: an absolute error in the log value of a
+// few ulps of the log values' magnitude per tree level. Exact zeros (-inf)
+// where no pair has non-zero probability, as on the CPU.
 //
 // Results that do not fit: a problem whose linear result has a non-finite
 // element, or whose log result has +inf, gets kEnumerateStatusNonFinite in
@@ -69,6 +76,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -139,6 +147,9 @@ struct EnumerateProblem {
   ProbSpace in = ProbSpace::kLinear;
   ProbSpace out = ProbSpace::kLinear;
   bool fft = false;  // routed to the FFT path
+  // Log path only: a log value beyond the extended-range form's bound
+  // (kMaxExtendedLog), so its tree runs in log space (kLog), as on the CPU.
+  bool beyond_extended = false;
 };
 
 // Device-side records (POD, laid out by the builder in the arena).
@@ -150,6 +161,12 @@ inline constexpr uint32_t kDstScratch = 2u;   // result: scratch (double)
 inline constexpr uint32_t kInLog = 4u;        // term values are log-probs
 inline constexpr uint32_t kOutLog = 8u;       // final result in log space
 inline constexpr uint32_t kBInScratch = 16u;  // right operand: scratch (double)
+
+// A kExtended step's scratch operands and result hold extended-range values
+// (enumerate_cpu_convolve.h's form, m * 2^e): element i of a node at scratch
+// index `at` is m = scratch[at + 2 i] and e = the int64 bits of
+// scratch[at + 2 i + 1].
+inline constexpr int kExtendedDoubles = 2;
 
 // One pair convolution of a level of one problem's tree: dst = a (*) b,
 // each operand a term (in values) or a node of an earlier level (scratch).
@@ -163,20 +180,46 @@ struct StepProblem {
   uint32_t bits;
 };
 
+// An allocator whose value-less construction default-initialises: a list of
+// PODs grown by resize() is left unwritten instead of zeroed, for a list
+// whose every element is written next (the builder's step list, 40 bytes a
+// pair: zeroing it was a tenth of a many-problem batch's planning).
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 // One warp's work: a tile of consecutive outputs of one step problem.
 struct Task {
   int32_t step_problem;  // index in the launch's StepProblem range
   int32_t tile;
 };
 
-enum class LaunchKind : int32_t { kCopy, kLinear, kLog, kFft };
+// kLog: log space in double (log inputs beyond the extended range);
+// kExtended: every other log-path problem, in extended-range arithmetic.
+enum class LaunchKind : int32_t { kCopy, kLinear, kLog, kFft, kExtended };
 
 // One kernel launch (host side), over a contiguous range of step problems
 // (pair convolutions of one tree level)
-// and (for kLinear / kLog with several tiles per problem) of tasks.
+// and (for kLinear / kLog / kExtended with several tiles per problem) of
+// tasks.
 struct Launch {
   LaunchKind kind = LaunchKind::kLinear;
-  int config = 0;        // kLinear: direct config; kLog: log config
+  int config = 0;        // kLinear: direct config; kLog, kExtended: log config
   bool f32 = false;      // kLinear: float products (both operands float)
   int level = 0;         // of the tree (0: the copies)
   int64_t sp_begin = 0;  // in the arena's StepProblem array
@@ -288,6 +331,16 @@ class EnumerateBatchBuilder {
   explicit EnumerateBatchBuilder(const EnumerateOptions& options = {})
       : options_(options) {}
 
+  // Empties the builder for a new batch under `options`, keeping the memory
+  // of its lists: a builder reused from batch to batch plans into warm
+  // memory, where a fresh one's page faults are most of a large batch's
+  // planning (bench/results/enumerate-plan-host-2026-11-25.md). The plan
+  // is the same as a fresh builder's.
+  void Reset(const EnumerateOptions& options = {});
+  // The bytes its lists hold (capacity), for a caller that keeps a builder
+  // and drops one grown too large.
+  size_t MemoryBytes() const;
+
   // Optional, before Add(): room for this many more problems, terms and
   // term values in all, so that adding them moves nothing.
   void Reserve(size_t problems, size_t terms, size_t values);
@@ -297,7 +350,10 @@ class EnumerateBatchBuilder {
   absl::StatusOr<int> Add(absl::Span<const PmfTerm<T>> terms, ProbSpace in,
                           ProbSpace out);
 
-  // Plans the launches. Add() is refused afterwards.
+  // Plans the launches. Add() is refused afterwards. A batch of 4,096
+  // problems or more walks its trees on up to 16 threads (one per 2,048
+  // problems, at most the hardware's, where it has 4 or more), joined
+  // before it returns; the plan is the same bits whatever the number.
   absl::Status Finish();
 
   const std::vector<EnumerateProblem>& problems() const { return problems_; }
@@ -344,12 +400,14 @@ class EnumerateBatchBuilder {
 
   absl::Status PlanFft(int64_t* scratch_doubles);
   void PlanDirect(int64_t* scratch_doubles);
-  // Walks the direct path's trees (problems not routed to the FFT), calling
-  // visit(group, step_problem) for each pair convolution (and one-term
-  // copy), group the index of its launch; the trees' scratch starts at
-  // scratch_doubles. Returns the end of their scratch.
+  // Walks the direct path's trees (of problems [p_begin, p_end) not routed
+  // to the FFT), calling visit(group, step_problem) for each pair
+  // convolution (and one-term copy), group the index of its launch; the
+  // trees' scratch starts at scratch_doubles. Returns the end of their
+  // scratch.
   template <typename Visit>
-  int64_t WalkDirect(int64_t scratch_doubles, Visit&& visit) const;
+  int64_t WalkDirect(size_t p_begin, size_t p_end, int64_t scratch_doubles,
+                     Visit&& visit) const;
 
   EnumerateOptions options_;
   bool finished_ = false;
@@ -357,7 +415,10 @@ class EnumerateBatchBuilder {
   std::vector<Pending> pending_;
   std::vector<Term> terms_;
   std::vector<T> values_;
-  std::vector<enumerate_internal::StepProblem> steps_;
+  std::vector<
+      enumerate_internal::StepProblem,
+      enumerate_internal::DefaultInitAllocator<enumerate_internal::StepProblem>>
+      steps_;
   std::vector<enumerate_internal::Task> tasks_;
   std::vector<enumerate_internal::FftSignal> fft_signals_;
   std::vector<enumerate_internal::FftProblem> fft_problems_;

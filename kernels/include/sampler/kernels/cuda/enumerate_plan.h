@@ -42,8 +42,11 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
 
-// Log-space configurations: G members per output, NG outputs per tile.
+// Log-space configurations: G members per output, NG outputs per tile
+// (kLog); the extended-range kernel (kExtended) takes the same G's, with
+// kExtendedOutputs outputs per group.
 inline constexpr int kLogGroups[] = {1, 4};
+inline constexpr int kExtendedOutputs = 5;
 
 // The automatic direct configuration for a linear step with shorter
 // operand lx and longer ly (both at least 1), a function of the sizes only
@@ -56,7 +59,8 @@ int AutoLinearConfig(int64_t lx, int64_t ly);
 // shorter operand has lx values.
 int AutoLogConfig(int64_t lx);
 
-// Outputs of one task's tile for a launch of `kind` (kLinear or kLog) with
+// Outputs of one task's tile for a launch of `kind` (kLinear, kLog or
+// kExtended) with
 // configuration `config`.
 int TileOutputs(LaunchKind kind, int config);
 
