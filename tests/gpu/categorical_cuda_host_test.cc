@@ -77,6 +77,43 @@ TEST(CategoricalCudaHostTest, OrdersSegmentsByClassAndCountsTasks) {
   EXPECT_EQ(plan->workspace_bytes, 32u * 156u * sizeof(uint64_t));
 }
 
+// The row-split kernel takes one task per row, a chunk of ceil(K / 8)
+// rounded up to 32 per thread block (the batch's largest), and K up to what
+// a block's shared memory holds: 385,280 float or 198,400 double values.
+TEST(CategoricalCudaHostTest, RowSplitPlansRowsChunksAndItsLargestK) {
+  std::vector<CategoricalSegment> segments(2);
+  segments[0] = {0, 0, 1, 0, 3, 131072, 4};      // chunk 16384
+  segments[1] = {393216, 12, 2, 5, 2, 1000, 1};  // chunk 128
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 395216, 14, CategoricalKernel::kRowSplit);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[0].task_begin, 0);
+  EXPECT_EQ(segments[1].task_begin, 3);
+  EXPECT_EQ(plan->tasks, 5);
+  EXPECT_EQ(plan->row_split_chunk, 16384);
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "row-split");
+
+  const auto fits = [](int64_t k, Precision precision) {
+    std::vector<CategoricalSegment> one(1);
+    one[0].rows = 1;
+    one[0].categories = k;
+    return PrepareCategoricalSegments(absl::MakeSpan(one), precision,
+                                      static_cast<uint64_t>(k), 1,
+                                      CategoricalKernel::kRowSplit)
+        .status();
+  };
+  EXPECT_TRUE(fits(385280, Precision::kFloat32).ok());
+  const absl::Status over = fits(385281, Precision::kFloat32);
+  EXPECT_EQ(over.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(over.message().find("segments[0].categories"), std::string::npos)
+      << over;
+  EXPECT_TRUE(fits(198400, Precision::kFloat64).ok());
+  EXPECT_EQ(fits(198401, Precision::kFloat64).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CategoricalCudaHostTest, EmptyBatchLaunchesNothing) {
   std::vector<CategoricalSegment> none;
   absl::StatusOr<CategoricalPlan> plan = PrepareCategoricalSegments(

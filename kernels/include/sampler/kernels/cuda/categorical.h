@@ -55,9 +55,14 @@ enum class CategoricalKernel {
   // transposition, block tree sums by xor butterflies, the contract's search
   // done by the whole warp. Bits of SampleCategoricalCpu.
   kWarpPerRow,
+  // For large K and few rows (categorical_row_split.cu): one row across a
+  // cluster of 8 thread blocks, each holding its chunk of the row in shared
+  // memory, so that the row is read once whatever the draws. Bits of
+  // SampleCategoricalCpu. K up to 385,280 (float) or 198,400 (double).
+  kRowSplit,
 };
 
-// "butterfly", "prefix-sum", "warp-per-row".
+// "butterfly", "prefix-sum", "warp-per-row", "row-split".
 const char* CategoricalKernelName(CategoricalKernel kernel);
 
 // One request (or a chunk of one) of a segmented batch: rows first_row ..
@@ -83,8 +88,8 @@ struct CategoricalSegment {
   int32_t draws = 1;       // D
   WeightKind kind = WeightKind::kWeights;
   // Set by PrepareCategoricalSegments: tasks of all earlier segments (a task
-  // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow), so that
-  // a warp finds its segment by binary search.
+  // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow and
+  // kRowSplit), so that a warp finds its segment by binary search.
   int64_t task_begin = 0;
   // Set by PrepareCategoricalSegments: where this segment's scratch starts
   // in the workspace, in 8-byte elements (uint64 integer weights; 0 if it
@@ -119,6 +124,9 @@ struct CategoricalPlan {
   int32_t smem_block_ends = -1;  // block ends, smem_block_cap per row
   int32_t smem_block_cap = 0;
   int32_t smem_warp_elems[2] = {0, 0};
+  // kRowSplit: the most elements of a row that one thread block holds
+  // (the largest K of the batch over 8, rounded up to a multiple of 32).
+  int64_t row_split_chunk = 0;
   // kButterfly only, for benchmarks: run instances compiled with a register
   // cap (more resident warps, some spilling) instead of the default ones.
   bool register_cap = false;
