@@ -953,9 +953,9 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
               .c_str());
     }
     if (kernel == CategoricalKernel::kRowSplit &&
-        RowSplitSmemBytes(RowSplitChunk(s.categories),
-                          precision == Precision::kFloat64 ? 8 : 4) >
-            kRowSplitMaxSmemBytes) {
+        RowSplitSmemBytes(
+            RowSplitChunk(s.categories, RowSplitCtas(s.categories)),
+            precision == Precision::kFloat64 ? 8 : 4) > kRowSplitMaxSmemBytes) {
       return SegmentError(i, "categories", s.categories,
                           "too many for the row-split kernel's shared memory");
     }
@@ -981,6 +981,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   bool any_remnant = false;
   bool any_logits = false;
   int64_t block_cap_used = 0;
+  int64_t max_categories = 0;  // kRowSplit
   for (CategoricalSegment& s : segments) {
     const int64_t blocks = cat::NumBlocks(s.categories);
     if (kernel == CategoricalKernel::kButterfly && split < 0 &&
@@ -1017,8 +1018,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         }
         break;
       case CategoricalKernel::kRowSplit:
-        plan.row_split_chunk =
-            std::max(plan.row_split_chunk, RowSplitChunk(s.categories));
+        max_categories = std::max(max_categories, s.categories);
         break;
     }
     if (need > 0) {
@@ -1035,6 +1035,11 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   }
   plan.tasks = tasks;
   plan.split_task = split < 0 ? tasks : split;
+  if (kernel == CategoricalKernel::kRowSplit && max_categories > 0) {
+    // The largest K wants the most blocks and, with them, the largest chunk.
+    plan.row_split_ctas = RowSplitCtas(max_categories);
+    plan.row_split_chunk = RowSplitChunk(max_categories, plan.row_split_ctas);
+  }
   plan.workspace_bytes = static_cast<size_t>(workspace) * sizeof(U);
 
   // Areas are in 8-byte units; keep each warp's area 32-byte aligned.

@@ -1,5 +1,5 @@
 // CategoricalKernel::kRowSplit: one row of SampleCategorical across a
-// cluster of kRowSplitCtas thread blocks (sm_90 thread block clusters), for
+// cluster of 1 to 8 thread blocks (sm_90 thread block clusters), for
 // the large K and few rows of LLM vocabularies (32k to 256k categories), with
 // every draw of the row served from one read of it. Bits of
 // SampleCategoricalCpu (docs/randomness.md, section "Categorical", CAT2).
@@ -15,7 +15,7 @@
 //      though, and every order of summing K non-negative doubles lies within
 //      gamma_(K-1) S of the exact total S (gamma_n = n u / (1 - n u),
 //      u = 2^-53; additions with subnormal results are exact), so each block
-//      forms its chunk's sum in its own order, the cluster adds the eight in
+//      forms its chunk's sum in its own order, the cluster adds them in
 //      rank order (S_alt, the same bits in every block), and s follows from
 //      S_alt when that is provably the contract's (ScaleSettled): either no
 //      order can round at all (every weight a multiple of 2^m, the lowest set
@@ -162,10 +162,20 @@ __device__ __forceinline__ void LoadChunk(const T* src, int64_t n, T* dst) {
     const int64_t vecs = n / kPerVec;
     const Vec* s = reinterpret_cast<const Vec*>(src);
     Vec* d = reinterpret_cast<Vec*>(dst);
-#pragma unroll 4
-    for (int64_t i = threadIdx.x; i < vecs; i += kRowSplitThreads) {
-      d[i] = __ldcs(s + i);
+    // Four loads in flight per thread before their stores.
+    constexpr int64_t kStride = kRowSplitThreads;
+    int64_t i = threadIdx.x;
+    for (; i + 3 * kStride < vecs; i += 4 * kStride) {
+      const Vec a = __ldcs(s + i);
+      const Vec b = __ldcs(s + i + kStride);
+      const Vec c = __ldcs(s + i + 2 * kStride);
+      const Vec e = __ldcs(s + i + 3 * kStride);
+      d[i] = a;
+      d[i + kStride] = b;
+      d[i + 2 * kStride] = c;
+      d[i + 3 * kStride] = e;
     }
+    for (; i < vecs; i += kStride) d[i] = __ldcs(s + i);
     done = vecs * kPerVec;
   }
   for (int64_t i = done + threadIdx.x; i < n; i += kRowSplitThreads) {
@@ -229,10 +239,11 @@ __device__ uint64_t BlockInclusiveScan(uint64_t* groups, int64_t n,
   return total;
 }
 
-template <typename T>
-__global__ void __cluster_dims__(kRowSplitCtas, 1, 1)
+template <typename T, int kCtas>
+__global__ void __cluster_dims__(kCtas, 1, 1)
     __launch_bounds__(kRowSplitThreads)
         RowSplitKernel(const RowSplitParams<T> p) {
+  static_assert(kCtas >= 1 && kCtas <= kRowSplitMaxCtas, "a portable cluster");
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ ClusterSlots slots;
@@ -246,7 +257,7 @@ __global__ void __cluster_dims__(kRowSplitCtas, 1, 1)
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   // Every block of a cluster has the same task: the whole cluster returns
   // or none of it does (cluster.sync() needs all of its blocks).
-  const int64_t task = static_cast<int64_t>(blockIdx.x) / kRowSplitCtas;
+  const int64_t task = static_cast<int64_t>(blockIdx.x) / kCtas;
   const CategoricalSegment& seg = FindSegment(p.segments, p.num_segments, task);
   const int64_t row = task - seg.task_begin;
   const int64_t categories = seg.categories;
@@ -276,7 +287,7 @@ __global__ void __cluster_dims__(kRowSplitCtas, 1, 1)
     m = BlockReduce(m, WarpMax<double>(), scratch_double);
     if (threadIdx.x == 0) slots.row_max = m;
     cluster.sync();
-    for (int r = 0; r < kRowSplitCtas; ++r) {
+    for (int r = 0; r < kCtas; ++r) {
       const double v = cluster.map_shared_rank(&slots, r)->row_max;
       m = v > m ? v : m;
     }
@@ -303,7 +314,7 @@ __global__ void __cluster_dims__(kRowSplitCtas, 1, 1)
   }
   cluster.sync();
   double s_alt = 0;
-  for (int r = 0; r < kRowSplitCtas; ++r) {
+  for (int r = 0; r < kCtas; ++r) {
     const ClusterSlots* other = cluster.map_shared_rank(&slots, r);
     s_alt = s_alt + other->sum;
     lsb = min(lsb, other->lsb);
@@ -336,7 +347,7 @@ __global__ void __cluster_dims__(kRowSplitCtas, 1, 1)
   cluster.sync();
   uint64_t before = 0;
   uint64_t total = 0;
-  for (int r = 0; r < kRowSplitCtas; ++r) {
+  for (int r = 0; r < kCtas; ++r) {
     const uint64_t q = cluster.map_shared_rank(&slots, r)->total;
     if (r < rank) before += q;
     total += q;
@@ -381,8 +392,17 @@ __global__ void __cluster_dims__(kRowSplitCtas, 1, 1)
 
 }  // namespace
 
-int64_t RowSplitChunk(int64_t categories) {
-  const int64_t per = (categories + kRowSplitCtas - 1) / kRowSplitCtas;
+int RowSplitCtas(int64_t categories) {
+  int ctas = 1;
+  while (ctas < kRowSplitMaxCtas &&
+         (categories + ctas - 1) / ctas > kRowSplitTargetChunk) {
+    ctas *= 2;
+  }
+  return ctas;
+}
+
+int64_t RowSplitChunk(int64_t categories, int ctas) {
+  const int64_t per = (categories + ctas - 1) / ctas;
   return (per + kGroup - 1) / kGroup * kGroup;
 }
 
@@ -391,29 +411,49 @@ size_t RowSplitSmemBytes(int64_t chunk, size_t value_bytes) {
   return vals + static_cast<size_t>(chunk / kGroup) * sizeof(uint64_t);
 }
 
-template <typename T>
-absl::Status LaunchCategoricalRowSplit(const CategoricalPlan& plan,
-                                       const CategoricalSegment* segments,
-                                       const T* values, int32_t* out,
-                                       cudaStream_t stream) {
-  if (plan.tasks > std::numeric_limits<int32_t>::max() / kRowSplitCtas) {
+namespace {
+
+template <typename T, int kCtas>
+absl::Status LaunchWith(const CategoricalPlan& plan,
+                        const RowSplitParams<T>& params, cudaStream_t stream) {
+  if (plan.tasks > std::numeric_limits<int32_t>::max() / kCtas) {
     return absl::InvalidArgumentError(
         absl::StrCat("LaunchCategorical: ", plan.tasks,
                      " rows are more than one row-split launch can take"));
   }
   const size_t smem = RowSplitSmemBytes(plan.row_split_chunk, sizeof(T));
   SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(
-      reinterpret_cast<const void*>(RowSplitKernel<T>), smem));
+      reinterpret_cast<const void*>(RowSplitKernel<T, kCtas>), smem));
+  const unsigned grid = static_cast<unsigned>(plan.tasks * kCtas);
+  RowSplitKernel<T, kCtas><<<grid, kRowSplitThreads, smem, stream>>>(params);
+  SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+template <typename T>
+absl::Status LaunchCategoricalRowSplit(const CategoricalPlan& plan,
+                                       const CategoricalSegment* segments,
+                                       const T* values, int32_t* out,
+                                       cudaStream_t stream) {
   RowSplitParams<T> params{};
   params.segments = segments;
   params.num_segments = plan.num_segments;
   params.values = values;
   params.out = out;
   params.chunk = plan.row_split_chunk;
-  const unsigned grid = static_cast<unsigned>(plan.tasks * kRowSplitCtas);
-  RowSplitKernel<T><<<grid, kRowSplitThreads, smem, stream>>>(params);
-  SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
-  return absl::OkStatus();
+  switch (plan.row_split_ctas) {
+    case 1:
+      return LaunchWith<T, 1>(plan, params, stream);
+    case 2:
+      return LaunchWith<T, 2>(plan, params, stream);
+    case 4:
+      return LaunchWith<T, 4>(plan, params, stream);
+    case 8:
+      return LaunchWith<T, 8>(plan, params, stream);
+  }
+  return absl::InvalidArgumentError("LaunchCategorical: bad row-split plan");
 }
 
 template absl::Status LaunchCategoricalRowSplit<float>(

@@ -1,6 +1,6 @@
 // The row-split categorical kernel (CategoricalKernel::kRowSplit, in
-// categorical_row_split.cu): one row across a cluster of kRowSplitCtas
-// thread blocks, for large K and few rows. Private to the categorical CUDA
+// categorical_row_split.cu): one row across a cluster of 1 to 8 thread
+// blocks, for large K and few rows. Private to the categorical CUDA
 // library; categorical.cu plans and launches it.
 #ifndef SAMPLER_KERNELS_CATEGORICAL_ROW_SPLIT_H_
 #define SAMPLER_KERNELS_CATEGORICAL_ROW_SPLIT_H_
@@ -15,26 +15,33 @@
 
 namespace sampler::kernels::cuda {
 
-// Thread blocks per row (one cluster) and threads per block.
-inline constexpr int kRowSplitCtas = 8;
+// Thread blocks per row (one cluster): at most 8 (the portable cluster
+// size), as few as keep a block's chunk at kRowSplitTargetChunk elements.
+inline constexpr int kRowSplitMaxCtas = 8;
+inline constexpr int64_t kRowSplitTargetChunk = 4096;
 inline constexpr int kRowSplitThreads = 256;
 // Each block holds its chunk of the row in shared memory, at most this many
 // bytes of values and group sums: K up to about 400k (float) or 200k
 // (double).
 inline constexpr size_t kRowSplitMaxSmemBytes = size_t{200} << 10;
 
-// Elements of a row that each block of the cluster holds: ceil(K / 8),
+// Blocks per row for K: the fewest of 1, 2, 4, 8 whose chunks hold at most
+// kRowSplitTargetChunk elements, else 8. A batch runs the most that any of
+// its rows wants.
+int RowSplitCtas(int64_t categories);
+
+// Elements of a row that each of `ctas` blocks holds: ceil(K / ctas),
 // rounded up to a multiple of 32 (a group: one uint64 sum of quantized
 // weights per 32 elements).
-int64_t RowSplitChunk(int64_t categories);
+int64_t RowSplitChunk(int64_t categories, int ctas);
 
 // Dynamic shared memory of a block for chunks of `chunk` elements of
 // `value_bytes` bytes: the values, then one uint64 per group.
 size_t RowSplitSmemBytes(int64_t chunk, size_t value_bytes);
 
 // Queues the kernel for plan.tasks rows (one per task, found by
-// task_begin as for kWarpPerRow) on `stream`. The plan's row_split_chunk
-// is the largest chunk of any segment.
+// task_begin as for kWarpPerRow) on `stream`, plan.row_split_ctas blocks a
+// row, chunks of plan.row_split_chunk elements.
 template <typename T>
 absl::Status LaunchCategoricalRowSplit(const CategoricalPlan& plan,
                                        const CategoricalSegment* segments,

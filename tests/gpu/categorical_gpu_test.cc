@@ -465,12 +465,12 @@ TYPED_TEST(CategoricalGpuTest, WarpPerRowMatchesCpu) {
                 "warp per row");
 }
 
-// The row-split kernel (one row across a cluster of 8 thread blocks) at
-// issue 11's sizes and at its split boundaries: K = 33 (one element past the
-// first block's 32), 8 * 32 and 8 * 32 + 1, a K whose last blocks hold
-// nothing (7 * 64 + 1), 4096 + 1, 2^15, 2^17 (a chunk of 16,384 per block)
-// and the largest K a block's shared memory takes; D = 1, 4, 32; weights
-// and logits, every FillRow pattern.
+// The row-split kernel (one row across a cluster of 1 to 8 thread blocks)
+// at issue 11's sizes and at its split boundaries: one block up to K = 4096
+// (K = 33: one group and one element; 257: a partial last group), 4097,
+// 8193 and 16385 (two, four and eight blocks of 2,080 values, the last one
+// short), 2^15, 2^17 (8 chunks of 16,384) and the largest K a block's shared
+// memory takes; D = 1, 4, 32; weights and logits, every FillRow pattern.
 TYPED_TEST(CategoricalGpuTest, RowSplitMatchesCpuAtIssueSizes) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;

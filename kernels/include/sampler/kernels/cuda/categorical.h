@@ -56,9 +56,10 @@ enum class CategoricalKernel {
   // done by the whole warp. Bits of SampleCategoricalCpu.
   kWarpPerRow,
   // For large K and few rows (categorical_row_split.cu): one row across a
-  // cluster of 8 thread blocks, each holding its chunk of the row in shared
-  // memory, so that the row is read once whatever the draws. Bits of
-  // SampleCategoricalCpu. K up to 385,280 (float) or 198,400 (double).
+  // cluster of up to 8 thread blocks (4,096 values a block where K allows),
+  // each holding its chunk of the row in shared memory, so that the row is
+  // read once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
+  // (float) or 198,400 (double).
   kRowSplit,
 };
 
@@ -124,8 +125,10 @@ struct CategoricalPlan {
   int32_t smem_block_ends = -1;  // block ends, smem_block_cap per row
   int32_t smem_block_cap = 0;
   int32_t smem_warp_elems[2] = {0, 0};
-  // kRowSplit: the most elements of a row that one thread block holds
-  // (the largest K of the batch over 8, rounded up to a multiple of 32).
+  // kRowSplit: thread blocks per row (1, 2, 4 or 8, from the batch's
+  // largest K) and the most elements of a row that one of them holds (that
+  // K over the blocks, rounded up to a multiple of 32).
+  int32_t row_split_ctas = 0;
   int64_t row_split_chunk = 0;
   // kButterfly only, for benchmarks: run instances compiled with a register
   // cap (more resident warps, some spilling) instead of the default ones.
