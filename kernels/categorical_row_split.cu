@@ -411,6 +411,19 @@ size_t RowSplitSmemBytes(int64_t chunk, size_t value_bytes) {
   return vals + static_cast<size_t>(chunk / kGroup) * sizeof(uint64_t);
 }
 
+int64_t RowSplitMaxCategories(Precision precision) {
+  const size_t value_bytes = precision == Precision::kFloat64 ? 8 : 4;
+  // K this large runs kRowSplitMaxCtas blocks, each a chunk of
+  // RowSplitChunk elements (a multiple of a group): the largest such chunk
+  // that fits, times the blocks.
+  int64_t chunk = static_cast<int64_t>(kRowSplitMaxSmemBytes / value_bytes) /
+                  kGroup * kGroup;
+  while (RowSplitSmemBytes(chunk, value_bytes) > kRowSplitMaxSmemBytes) {
+    chunk -= kGroup;
+  }
+  return chunk * kRowSplitMaxCtas;
+}
+
 namespace {
 
 template <typename T, int kCtas>

@@ -131,6 +131,10 @@ TEST(CategoricalCudaHostTest, RowSplitPlansRowsChunksAndItsLargestK) {
   EXPECT_TRUE(fits(198400, Precision::kFloat64).ok());
   EXPECT_EQ(fits(198401, Precision::kFloat64).code(),
             absl::StatusCode::kInvalidArgument);
+  // The largest K that the header announces (and the service routes by) is
+  // the planner's.
+  EXPECT_EQ(RowSplitMaxCategories(Precision::kFloat32), 385280);
+  EXPECT_EQ(RowSplitMaxCategories(Precision::kFloat64), 198400);
 }
 
 TEST(CategoricalCudaHostTest, EmptyBatchLaunchesNothing) {

@@ -66,6 +66,12 @@ enum class CategoricalKernel {
 // "butterfly", "prefix-sum", "warp-per-row", "row-split".
 const char* CategoricalKernelName(CategoricalKernel kernel);
 
+// The largest K that kRowSplit takes in `precision`: the most whose chunk
+// (K over its 8 blocks) fits a block's shared memory with its group sums,
+// 385,280 (float) or 198,400 (double). PrepareCategoricalSegments refuses a
+// larger K for kRowSplit; the service routes one to kWarpPerRow.
+int64_t RowSplitMaxCategories(Precision precision);
+
 // One request (or a chunk of one) of a segmented batch: rows first_row ..
 // first_row + rows - 1 of a request under `seed`, their values row after row
 // from values[values_offset] on, draw d of row r written to
