@@ -3,13 +3,14 @@
 // sweep of K, with the device-to-device copy bandwidth measured in the same
 // run as the ceiling.
 //
-// --issue runs only issue 11's table instead: K = 32, 64, 100, 4096, 2^15,
-// 2^17 with D = 1, 4 and 32 draws per row, float32 weights, 512 MiB of
-// rows, for the service's kernel at that K (butterfly below 64, warp per
-// row from 64 on) and the row-split kernel; then few rows of a large K
-// (64 rows x 2^17, an LLM batch: 32 MiB, still three rotated inputs) for
-// both, in weights and then in logits. Each line gives the fraction of the
-// copy bandwidth.
+// --issue runs only issue 11's table instead: K = 32, 64, 100, 4096, 8192,
+// 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32 weights,
+// 512 MiB of rows, for the small-K kernel at that K (butterfly below 64,
+// warp per row from 64 on) and the row-split kernel (the K where row-split
+// wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK);
+// then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
+// 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
+// Each line gives the fraction of the copy bandwidth.
 //
 // Inputs are random weights (or logits) larger than the L2 cache, staged
 // three times through the staging pipeline (staging.h) and rotated so that
@@ -300,11 +301,13 @@ int Main(int argc, char** argv) {
     Print(*r);
     results.push_back(*r);
   };
-  // Issue 11's table: the service's kernel at each K
-  // (server/cuda_exec_categorical.cc) against the row-split kernel.
+  // Issue 11's table: the service's kernel below 2^15 at each K (butterfly
+  // or warp per row, server/cuda_exec_categorical.cc) against the row-split
+  // kernel, which the service runs from 2^15 on.
   const auto issue_table = [&] {
-    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{4096},
-                      int64_t{1} << 15, int64_t{1} << 17}) {
+    for (int64_t k :
+         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{4096}, int64_t{8192},
+          int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
       for (int32_t draws : {1, 4, 32}) {
         run(float{},
             k < 64 ? CategoricalKernel::kButterfly
@@ -314,12 +317,15 @@ int Main(int argc, char** argv) {
             draws);
       }
     }
+    // Few rows: where one warp per row leaves most SMs idle (whether the
+    // service should route by rows too, below 2^15).
     constexpr int64_t kFewRows = 64;
-    for (int32_t draws : {1, 4, 32}) {
-      for (CategoricalKernel kernel :
-           {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit}) {
-        run(float{}, kernel, WeightKind::kWeights, int64_t{1} << 17, draws,
-            false, kFewRows);
+    for (int64_t k : {int64_t{4096}, int64_t{16384}, int64_t{1} << 17}) {
+      for (int32_t draws : {1, 4, 32}) {
+        for (CategoricalKernel kernel :
+             {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit}) {
+          run(float{}, kernel, WeightKind::kWeights, k, draws, false, kFewRows);
+        }
       }
     }
     bench.Fill<float>(WeightKind::kLogits);

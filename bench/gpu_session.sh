@@ -136,8 +136,9 @@ if want small; then
 fi
 
 # The categorical kernels at issue 11's sizes (categorical_bench --issue):
-# K = 32 to 2^17 with 1, 4 and 32 draws per row over 512 MiB, and 64 rows
-# of 2^17, the service's kernel against the row-split kernel, each as a
+# K = 32 to 2^17 (8192 and 16384 among them) with 1, 4 and 32 draws per row
+# over 512 MiB, and 64 rows of 4096, 16384 and 2^17, the small-K kernel
+# against the row-split kernel, each as a
 # fraction of the copy bandwidth measured in the same run. About a minute.
 if want categorical; then
   timeout 150 ./categorical_bench --issue --quick \
