@@ -139,9 +139,10 @@ fi
 # K = 32 to 2^17 (8192 and 16384 among them) with 1, 4 and 32 draws per row
 # over 512 MiB, and 64 rows of 4096, 16384 and 2^17, the small-K kernel
 # against the row-split kernel, each as a
-# fraction of the copy bandwidth measured in the same run. About a minute.
+# fraction of the copy bandwidth measured in the same run. About a minute
+# and a half (68 timings, up from 44).
 if want categorical; then
-  timeout 150 ./categorical_bench --issue --quick \
+  timeout 180 ./categorical_bench --issue --quick \
     --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1
   summary "categorical issue table: rc=$? $(grep -E 'copy' \
     "$work/categorical_issue.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
