@@ -43,23 +43,25 @@
 namespace sampler::kernels::cuda {
 
 enum class CategoricalKernel {
-  // The service's kernel: 32 rows per warp, transposed coalesced loads, the
-  // butterfly table built with __shfl_xor_sync, the butterfly search, the
-  // remnant. Bits of SampleCategoricalCpu.
+  // The service's kernel below K = 64: 32 rows per warp, transposed
+  // coalesced loads, the butterfly table built with __shfl_xor_sync, the
+  // butterfly search, the remnant. Bits of SampleCategoricalCpu.
   kButterfly,
   // The in-house baseline (the paper's Algorithms 1 and 3): one thread per
   // row, a full sequential prefix-sum table in the workspace, a binary
   // search. Bits of SampleCategoricalReferenceCpu.
   kPrefixSum,
-  // For comparison in benchmarks: one warp per row, coalesced without any
-  // transposition, block tree sums by xor butterflies, the contract's search
-  // done by the whole warp. Bits of SampleCategoricalCpu.
+  // The service's kernel from K = 64 to 2^15 - 1 and past kRowSplit's
+  // largest K: one warp per row, coalesced without any transposition, block
+  // tree sums by xor butterflies, the contract's search done by the whole
+  // warp. Bits of SampleCategoricalCpu.
   kWarpPerRow,
-  // For large K and few rows (categorical_row_split.cu): one row across a
-  // cluster of up to 8 thread blocks (4,096 values a block where K allows),
-  // each holding its chunk of the row in shared memory, so that the row is
-  // read once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
-  // (float) or 198,400 (double).
+  // For large K and few rows (categorical_row_split.cu), the service's from
+  // K = 2^15 (server/cuda_exec_categorical.cc): one row across a cluster of
+  // up to 8 thread blocks (4,096 values a block where K allows), each
+  // holding its chunk of the row in shared memory, so that the row is read
+  // once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
+  // (float) or 198,400 (double): RowSplitMaxCategories.
   kRowSplit,
 };
 
