@@ -3,6 +3,15 @@
 // sweep of K, with the device-to-device copy bandwidth measured in the same
 // run as the ceiling.
 //
+// --issue runs only issue 11's table instead: K = 32, 64, 100, 4096, 8192,
+// 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32 weights,
+// 512 MiB of rows, for the small-K kernel at that K (butterfly below 64,
+// warp per row from 64 on) and the row-split kernel (the K where row-split
+// wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK);
+// then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
+// 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
+// Each line gives the fraction of the copy bandwidth.
+//
 // Inputs are random weights (or logits) larger than the L2 cache, staged
 // three times through the staging pipeline (staging.h) and rotated so that
 // no launch reads what the previous one left in L2; each timing is the median
@@ -10,7 +19,7 @@
 // launch: M * K * sizeof(T) read plus M * D * 4 written (the fewest a sampler
 // must move).
 //
-//   categorical_bench [--quick] [--csv FILE]
+//   categorical_bench [--quick] [--issue] [--csv FILE] [--k K] [--kernel L]
 //
 // Reports only; asserts nothing about speed.
 #include <cuda_runtime.h>
@@ -139,11 +148,13 @@ class Bench {
   // whole rows of the inputs as fit. The batch is staged kBuffers times (one
   // pool allocation each), rotated so that no launch reads what the
   // previous one left in L2.
+  // `only_rows` > 0 times that many rows instead (at most what fits).
   template <typename T>
   absl::StatusOr<Result> Time(CategoricalKernel kernel, bool register_cap,
                               WeightKind kind, int64_t k, int32_t draws,
-                              double copy_tb) {
-    const int64_t rows = static_cast<int64_t>(bytes_ / sizeof(T)) / k;
+                              double copy_tb, int64_t only_rows = 0) {
+    const int64_t fit = static_cast<int64_t>(bytes_ / sizeof(T)) / k;
+    const int64_t rows = only_rows > 0 && only_rows < fit ? only_rows : fit;
     CategoricalBatchBuilder<T> builder(kernel);
     SAMPLER_RETURN_IF_ERROR(builder
                                 .Add(absl::MakeConstSpan(HostValues<T>())
@@ -223,7 +234,7 @@ class Bench {
 
 void Print(const Result& r) {
   std::printf(
-      "%-13s %-4s %-8s K=%-5lld M=%-9lld D=%-3d %10.1f us %9.1f Mrows/s "
+      "%-13s %-4s %-8s K=%-6lld M=%-9lld D=%-3d %10.1f us %9.1f Mrows/s "
       "%6.3f TB/s %5.1f%% of copy\n",
       r.kernel.c_str(), r.precision.c_str(), r.kind.c_str(),
       static_cast<long long>(r.k), static_cast<long long>(r.rows), r.draws,
@@ -233,12 +244,15 @@ void Print(const Result& r) {
 
 int Main(int argc, char** argv) {
   bool quick = false;
+  bool issue = false;  // --issue: issue 11's table only
   const char* csv_path = nullptr;
   int64_t only_k = 0;       // --k: one K only (for profilers)
   std::string only_kernel;  // --kernel: one kernel label only
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--issue") == 0) {
+      issue = true;
     } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
       csv_path = argv[++i];
     } else if (std::strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
@@ -247,8 +261,9 @@ int Main(int argc, char** argv) {
       only_kernel = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--csv FILE] [--k K] [--kernel "
-                   "butterfly|butterfly-cap|warp-per-row|prefix-sum]\n",
+                   "usage: %s [--quick] [--issue] [--csv FILE] [--k K] "
+                   "[--kernel butterfly|butterfly-cap|warp-per-row|"
+                   "prefix-sum|row-split]\n",
                    argv[0]);
       return 2;
     }
@@ -271,7 +286,8 @@ int Main(int argc, char** argv) {
 
   std::vector<Result> results;
   const auto run = [&](auto tag, CategoricalKernel kernel, WeightKind kind,
-                       int64_t k, int32_t draws, bool cap = false) {
+                       int64_t k, int32_t draws, bool cap = false,
+                       int64_t only_rows = 0) {
     using T = decltype(tag);
     const std::string label =
         absl::StrCat(CategoricalKernelName(kernel), cap ? "-cap" : "");
@@ -280,33 +296,71 @@ int Main(int argc, char** argv) {
       return;
     }
     absl::StatusOr<Result> r =
-        bench.Time<T>(kernel, cap, kind, k, draws, *copy);
+        bench.Time<T>(kernel, cap, kind, k, draws, *copy, only_rows);
     BENCH_CHECK(r.status());
     Print(*r);
     results.push_back(*r);
   };
-  const std::vector<int64_t> sweep = {32, 33, 64, 100, 256, 1000, 1024, 4096};
-  for (int64_t k : sweep) {
-    run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
-    run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
-        true);
-    run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
-    if (!quick || k == 32 || k == 1024) {
-      run(float{}, CategoricalKernel::kPrefixSum, WeightKind::kWeights, k, 1);
+  // Issue 11's table: the service's kernel below 2^15 at each K (butterfly
+  // or warp per row, server/cuda_exec_categorical.cc) against the row-split
+  // kernel, which the service runs from 2^15 on.
+  const auto issue_table = [&] {
+    for (int64_t k :
+         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{4096}, int64_t{8192},
+          int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
+      for (int32_t draws : {1, 4, 32}) {
+        run(float{},
+            k < 64 ? CategoricalKernel::kButterfly
+                   : CategoricalKernel::kWarpPerRow,
+            WeightKind::kWeights, k, draws);
+        run(float{}, CategoricalKernel::kRowSplit, WeightKind::kWeights, k,
+            draws);
+      }
     }
-  }
-  for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
-    run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 4);
-  }
-  bench.Fill<float>(WeightKind::kLogits);
-  for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
-    run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
-    run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
-  }
-  bench.Fill<double>(WeightKind::kWeights);
-  for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
-    run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
-    run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+    // Few rows: where one warp per row leaves most SMs idle (whether the
+    // service should route by rows too, below 2^15).
+    constexpr int64_t kFewRows = 64;
+    for (int64_t k : {int64_t{4096}, int64_t{16384}, int64_t{1} << 17}) {
+      for (int32_t draws : {1, 4, 32}) {
+        for (CategoricalKernel kernel :
+             {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit}) {
+          run(float{}, kernel, WeightKind::kWeights, k, draws, false, kFewRows);
+        }
+      }
+    }
+    bench.Fill<float>(WeightKind::kLogits);
+    for (CategoricalKernel kernel :
+         {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit}) {
+      run(float{}, kernel, WeightKind::kLogits, int64_t{1} << 17, 1, false,
+          kFewRows);
+    }
+  };
+  if (issue) {
+    issue_table();
+  } else {
+    const std::vector<int64_t> sweep = {32, 33, 64, 100, 256, 1000, 1024, 4096};
+    for (int64_t k : sweep) {
+      run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
+      run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
+          true);
+      run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+      if (!quick || k == 32 || k == 1024) {
+        run(float{}, CategoricalKernel::kPrefixSum, WeightKind::kWeights, k, 1);
+      }
+    }
+    for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+      run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 4);
+    }
+    bench.Fill<float>(WeightKind::kLogits);
+    for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+      run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
+      run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
+    }
+    bench.Fill<double>(WeightKind::kWeights);
+    for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+      run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
+      run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+    }
   }
 
   if (csv_path != nullptr) {

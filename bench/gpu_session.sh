@@ -5,9 +5,9 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb small plan crossover upload.
+# service floor multi wire pb small plan crossover upload categorical.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload categorical}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -29,7 +29,7 @@ done
 # long under instrumentation).
 declare -A subset=(
   [boards]='BoardsGpuTest.Go19x19TwoColoursMatchesCpu:BoardsGpuTest.MixedBatchMatchesCpu'
-  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace'
+  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch'
   [enumerate]='EnumerateGpuTest/*.SanitizerSmoke'
   [gamma]='GammaGpuTest/0.MixedBatchesMatchCpuBitForBit:GammaGpuTest/1.DirichletRaggedBatchesMatchCpuBitForBit'
 )
@@ -169,6 +169,19 @@ if want crossover; then
     --md "$work/crossover/report.md" --json "$work/crossover/report.json" \
     >> "$work/crossover.log" 2>&1
   summary "crossover report: rc=$? $(grep -i 'crossover' "$work/crossover/report.md" 2>/dev/null | head -8 | tr '\n' ';')"
+fi
+
+# The categorical kernels at issue 11's sizes (categorical_bench --issue):
+# K = 32 to 2^17 (8192 and 16384 among them) with 1, 4 and 32 draws per row
+# over 512 MiB, and 64 rows of 4096, 16384 and 2^17, the small-K kernel
+# against the row-split kernel, each as a
+# fraction of the copy bandwidth measured in the same run. About a minute
+# and a half (68 timings, up from 44).
+if want categorical; then
+  timeout 180 ./categorical_bench --issue --quick \
+    --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1
+  summary "categorical issue table: rc=$? $(grep -E 'copy' \
+    "$work/categorical_issue.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .

@@ -8,12 +8,13 @@
 #   2. the same-invocation peers peers_gpu.py lacks (peers_extra.py, below):
 #      two-colour 19x19 and 32x32 boards as int8 boards (the boards report's
 #      peer), torch._standard_gamma in float64, rFFT at a power-of-two length;
-#   3. gamma_bench --json, categorical_bench --csv, boards_bench,
-#      enumerate_bench --json (stdout of each kept as well).
+#   3. gamma_bench --json, categorical_bench --csv (and --issue: issue 11's
+#      K and draws table), boards_bench, enumerate_bench --json (stdout of
+#      each kept as well).
 #
 # Everything goes to a work folder, then $OUT/kernels.tgz; a summary to
 # stdout and $OUT/summary.txt. Each step runs under a time limit so that the
-# whole session ends within BUDGET_S seconds (default 240); enumerate_bench
+# whole session ends within BUDGET_S seconds (default 340); enumerate_bench
 # runs last and falls back to --quick when little time is left (its stdout
 # lines are flushed per variant, so a cut run still reports what it timed).
 set -uo pipefail
@@ -24,7 +25,7 @@ out=${OUT:-/tmp/kernels-session}
 mkdir -p "$out"
 work=$(mktemp -d)
 t0=$(date +%s)
-budget=${BUDGET_S:-240}
+budget=${BUDGET_S:-340}
 summary() { echo "$*" | tee -a "$work/summary.txt"; }
 left() { echo $((budget - ($(date +%s) - t0))); }
 
@@ -143,6 +144,8 @@ step peers 120 env OUT="$work" python3 peers_gpu.py
 step peers_extra 50 python3 "$work/peers_extra.py"
 step gamma_bench 60 ./gamma_bench --json="$work/gamma.json"
 step categorical_bench 60 ./categorical_bench --csv "$work/categorical.csv"
+step categorical_issue 150 ./categorical_bench --issue --quick \
+  --csv "$work/categorical_issue.csv"
 step boards_bench 60 ./boards_bench
 
 # cuFFT for enumerate_bench's FFT path: where torch loaded it, else the

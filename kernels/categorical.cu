@@ -84,6 +84,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "categorical_row_split.h"
+#include "categorical_segments.cuh"
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/categorical_core.h"
 #include "sampler/kernels/common.h"
@@ -143,22 +145,6 @@ struct KernelParams {
   int32_t smem_block_ends;
   int32_t smem_block_cap;
 };
-
-// The segment that owns `task`: the last one whose task_begin <= task.
-__device__ __forceinline__ const CategoricalSegment& FindSegment(
-    const CategoricalSegment* segments, int32_t n, int64_t task) {
-  int32_t lo = 0;
-  int32_t hi = n - 1;
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (segments[mid].task_begin <= task) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return segments[lo];
-}
 
 // w from a stored value: the weight itself, or exp(l - max) for logits.
 template <typename T>
@@ -882,6 +868,9 @@ absl::Status Launch(const CategoricalPlan& plan,
     case CategoricalKernel::kWarpPerRow:
       return LaunchOne<T>(WarpPerRowKernel<T>, params, 0, plan.tasks,
                           plan.smem_warp_elems[0], stream);
+    case CategoricalKernel::kRowSplit:
+      return LaunchCategoricalRowSplit<T>(plan, device_segments, values, out,
+                                          stream);
   }
   return absl::InvalidArgumentError("LaunchCategorical: bad kernel");
 }
@@ -896,6 +885,8 @@ const char* CategoricalKernelName(CategoricalKernel kernel) {
       return "prefix-sum";
     case CategoricalKernel::kWarpPerRow:
       return "warp-per-row";
+    case CategoricalKernel::kRowSplit:
+      return "row-split";
   }
   return "unknown";
 }
@@ -905,7 +896,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     uint64_t values_size, uint64_t out_size, CategoricalKernel kernel) {
   if (kernel != CategoricalKernel::kButterfly &&
       kernel != CategoricalKernel::kPrefixSum &&
-      kernel != CategoricalKernel::kWarpPerRow) {
+      kernel != CategoricalKernel::kWarpPerRow &&
+      kernel != CategoricalKernel::kRowSplit) {
     return absl::InvalidArgumentError("PrepareCategoricalSegments: bad kernel");
   }
   if (segments.size() >
@@ -960,6 +952,13 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
                        " outputs must fit in out_size = ", out_size)
               .c_str());
     }
+    if (kernel == CategoricalKernel::kRowSplit &&
+        RowSplitSmemBytes(
+            RowSplitChunk(s.categories, RowSplitCtas(s.categories)),
+            precision == Precision::kFloat64 ? 8 : 4) > kRowSplitMaxSmemBytes) {
+      return SegmentError(i, "categories", s.categories,
+                          "too many for the row-split kernel's shared memory");
+    }
   }
 
   // kButterfly: segments with K < 64 first (stable), one launch per class.
@@ -982,6 +981,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   bool any_remnant = false;
   bool any_logits = false;
   int64_t block_cap_used = 0;
+  int64_t max_categories = 0;  // kRowSplit
   for (CategoricalSegment& s : segments) {
     const int64_t blocks = cat::NumBlocks(s.categories);
     if (kernel == CategoricalKernel::kButterfly && split < 0 &&
@@ -989,7 +989,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       split = tasks;
     }
     const int64_t seg_tasks =
-        kernel == CategoricalKernel::kWarpPerRow
+        kernel == CategoricalKernel::kWarpPerRow ||
+                kernel == CategoricalKernel::kRowSplit
             ? s.rows
             : (cat::LaneOf(s.first_row) + s.rows + kWarpSize - 1) / kWarpSize;
     s.task_begin = tasks;
@@ -1016,6 +1017,9 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
           block_cap_used = blocks;
         }
         break;
+      case CategoricalKernel::kRowSplit:
+        max_categories = std::max(max_categories, s.categories);
+        break;
     }
     if (need > 0) {
       // Every segment's area starts on a multiple of 32 elements, so that
@@ -1031,6 +1035,11 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   }
   plan.tasks = tasks;
   plan.split_task = split < 0 ? tasks : split;
+  if (kernel == CategoricalKernel::kRowSplit && max_categories > 0) {
+    // The largest K wants the most blocks and, with them, the largest chunk.
+    plan.row_split_ctas = RowSplitCtas(max_categories);
+    plan.row_split_chunk = RowSplitChunk(max_categories, plan.row_split_ctas);
+  }
   plan.workspace_bytes = static_cast<size_t>(workspace) * sizeof(U);
 
   // Areas are in 8-byte units; keep each warp's area 32-byte aligned.

@@ -5,7 +5,11 @@
 #ifndef SAMPLER_SERVER_CUDA_EXEC_H_
 #define SAMPLER_SERVER_CUDA_EXEC_H_
 
+#include <cstdint>
+
 #include "absl/status/statusor.h"
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/categorical.h"
 #include "server/cuda_slot.h"
 #include "server/jobs.h"
 
@@ -14,6 +18,12 @@ namespace sampler::server {
 absl::StatusOr<double> ExecuteOnGpu(Batch<EnumerateJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot);
+// The kernel that ExecuteOnGpu runs a categorical job of `categories` (K)
+// in `precision` on: the butterfly kernel below K = 64, the row-split kernel
+// from K = 2^15 up to its largest K (RowSplitMaxCategories), one warp per
+// row otherwise (cuda_exec_categorical.cc says what measured each bound).
+kernels::cuda::CategoricalKernel CategoricalKernelFor(
+    int64_t categories, kernels::Precision precision);
 absl::StatusOr<double> ExecuteOnGpu(Batch<GammaJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<DirichletJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<BoardsJob>& batch, CudaSlot& slot);

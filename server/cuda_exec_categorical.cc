@@ -1,10 +1,9 @@
 // SampleCategorical batches on a GPU, one segment per job, rows placed so
-// that each request's lanes are the contract's lanes. Two kernels give the
-// same bits (SampleCategoricalCpu's): the butterfly kernel (32 rows per
-// warp) for K below kWarpPerRowFromK, and one warp per row from there on,
-// which the H100 run of 2026-11-23 (bench/results/kernels-h100-2026-11-23.md)
-// measured 1.3x (K = 64) to 6x (K >= 1000) faster under contract CAT2.
+// that each request's lanes are the contract's lanes. Three kernels give the
+// same bits (SampleCategoricalCpu's); CategoricalKernelFor picks one per job
+// by its K, and each kernel present runs one launch per precision.
 #include <cstring>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -16,21 +15,39 @@ namespace {
 
 namespace kc = kernels::cuda;
 
+// The butterfly kernel (32 rows per warp) below this K, one warp per row
+// from it on: the H100 run of 2026-11-23
+// (bench/results/kernels-h100-2026-11-23.md) measured that 1.3x (K = 64) to
+// 6x (K >= 1000) faster under contract CAT2.
 constexpr int64_t kWarpPerRowFromK = 64;
 
-// The jobs of one precision and one kernel class (K below kWarpPerRowFromK,
-// or from it on) in one launch.
+// The row-split kernel (one row across up to 8 blocks) from this K up to
+// its largest (kc::RowSplitMaxCategories). The smallest K measured where it
+// beats one warp per row at 1, 4 and 32 draws: H100, session 6 mid-call,
+// categorical_bench --issue (fraction of the copy bandwidth, f32 weights):
+// K = 2^15 x 4,096 rows 26.1/24.9/23.0% against 18.9/18.7/17.2%, 2^17 x
+// 1,024 rows 27.4/26.6/25.5% against 9.9/9.9/9.4%, 2^17 x 64 rows 17.1%
+// against 0.7%; at K = 4,096 (32,768 rows) one warp per row still wins at
+// 1 and 4 draws (31.7/29.9% against 23.8/22.1%). K = 8,192 and 16,384 are
+// in that table now and will place the threshold more closely.
+constexpr int64_t kRowSplitFromK = int64_t{1} << 15;
+
+// The jobs of one precision whose kernel is `kernel`, in one launch.
 template <typename T>
 absl::StatusOr<double> RunCategorical(Batch<CategoricalJob>& batch,
-                                      CudaSlot& slot, bool wide_rows) {
-  kc::CategoricalBatchBuilder<T> builder(
-      wide_rows ? kc::CategoricalKernel::kWarpPerRow
-                : kc::CategoricalKernel::kButterfly);
+                                      CudaSlot& slot,
+                                      kc::CategoricalKernel kernel) {
+  constexpr kernels::Precision kPrecision = std::is_same_v<T, double>
+                                                ? kernels::Precision::kFloat64
+                                                : kernels::Precision::kFloat32;
+  kc::CategoricalBatchBuilder<T> builder(kernel);
   std::vector<CategoricalJob*> placed;
   for (auto& job : batch.jobs) {
     auto* work = std::get_if<CategoricalWork<T>>(&job->work);
     if (work == nullptr) continue;  // the other precision's launch
-    if ((job->shape.categories >= kWarpPerRowFromK) != wide_rows) continue;
+    if (CategoricalKernelFor(job->shape.categories, kPrecision) != kernel) {
+      continue;  // another kernel's launch
+    }
     absl::StatusOr<int> segment = builder.Add(
         work->values, job->shape, job->weight_kind, job->seed, job->first_row);
     if (!segment.ok()) return segment.status();  // validated: cannot happen
@@ -57,13 +74,25 @@ absl::StatusOr<double> RunCategorical(Batch<CategoricalJob>& batch,
 
 }  // namespace
 
+kc::CategoricalKernel CategoricalKernelFor(int64_t categories,
+                                           kernels::Precision precision) {
+  if (categories < kWarpPerRowFromK) return kc::CategoricalKernel::kButterfly;
+  if (categories >= kRowSplitFromK &&
+      categories <= kc::RowSplitMaxCategories(precision)) {
+    return kc::CategoricalKernel::kRowSplit;
+  }
+  return kc::CategoricalKernel::kWarpPerRow;
+}
+
 absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot) {
   double seconds = 0;
-  for (const bool wide_rows : {false, true}) {
-    absl::StatusOr<double> f = RunCategorical<float>(batch, slot, wide_rows);
+  for (const kc::CategoricalKernel kernel :
+       {kc::CategoricalKernel::kButterfly, kc::CategoricalKernel::kWarpPerRow,
+        kc::CategoricalKernel::kRowSplit}) {
+    absl::StatusOr<double> f = RunCategorical<float>(batch, slot, kernel);
     if (!f.ok()) return f;
-    absl::StatusOr<double> d = RunCategorical<double>(batch, slot, wide_rows);
+    absl::StatusOr<double> d = RunCategorical<double>(batch, slot, kernel);
     if (!d.ok()) return d;
     seconds += *f + *d;
   }

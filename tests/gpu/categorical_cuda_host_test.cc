@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -75,6 +76,65 @@ TEST(CategoricalCudaHostTest, OrdersSegmentsByClassAndCountsTasks) {
   EXPECT_EQ(plan->tasks, 7);
   // Block ends are uint64 (exact integer weights) in both precisions.
   EXPECT_EQ(plan->workspace_bytes, 32u * 156u * sizeof(uint64_t));
+}
+
+// The row-split kernel takes one task per row, as few blocks a row (1, 2, 4,
+// 8) as keep a chunk at 4,096 values, a chunk of ceil(K / blocks) rounded up
+// to 32 (the batch's largest K decides both), and K up to what a block's
+// shared memory holds: 385,280 float or 198,400 double values.
+TEST(CategoricalCudaHostTest, RowSplitPlansRowsChunksAndItsLargestK) {
+  std::vector<CategoricalSegment> segments(2);
+  segments[0] = {0, 0, 1, 0, 3, 131072, 4};      // chunk 16384
+  segments[1] = {393216, 12, 2, 5, 2, 1000, 1};  // chunk 128
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 395216, 14, CategoricalKernel::kRowSplit);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[0].task_begin, 0);
+  EXPECT_EQ(segments[1].task_begin, 3);
+  EXPECT_EQ(plan->tasks, 5);
+  EXPECT_EQ(plan->row_split_ctas, 8);
+  EXPECT_EQ(plan->row_split_chunk, 16384);
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "row-split");
+
+  const auto fits = [](int64_t k, Precision precision) {
+    std::vector<CategoricalSegment> one(1);
+    one[0].rows = 1;
+    one[0].categories = k;
+    return PrepareCategoricalSegments(absl::MakeSpan(one), precision,
+                                      static_cast<uint64_t>(k), 1,
+                                      CategoricalKernel::kRowSplit)
+        .status();
+  };
+  const auto blocks_and_chunk = [](int64_t k) {
+    std::vector<CategoricalSegment> one(1);
+    one[0].rows = 1;
+    one[0].categories = k;
+    const CategoricalPlan plan = *PrepareCategoricalSegments(
+        absl::MakeSpan(one), Precision::kFloat32, static_cast<uint64_t>(k), 1,
+        CategoricalKernel::kRowSplit);
+    return std::make_pair(plan.row_split_ctas, plan.row_split_chunk);
+  };
+  EXPECT_EQ(blocks_and_chunk(33), std::make_pair(1, int64_t{64}));
+  EXPECT_EQ(blocks_and_chunk(4096), std::make_pair(1, int64_t{4096}));
+  EXPECT_EQ(blocks_and_chunk(4097), std::make_pair(2, int64_t{2080}));
+  EXPECT_EQ(blocks_and_chunk(8193), std::make_pair(4, int64_t{2080}));
+  EXPECT_EQ(blocks_and_chunk(16385), std::make_pair(8, int64_t{2080}));
+  EXPECT_EQ(blocks_and_chunk(1 << 15), std::make_pair(8, int64_t{4096}));
+
+  EXPECT_TRUE(fits(385280, Precision::kFloat32).ok());
+  const absl::Status over = fits(385281, Precision::kFloat32);
+  EXPECT_EQ(over.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(over.message().find("segments[0].categories"), std::string::npos)
+      << over;
+  EXPECT_TRUE(fits(198400, Precision::kFloat64).ok());
+  EXPECT_EQ(fits(198401, Precision::kFloat64).code(),
+            absl::StatusCode::kInvalidArgument);
+  // The largest K that the header announces (and the service routes by) is
+  // the planner's.
+  EXPECT_EQ(RowSplitMaxCategories(Precision::kFloat32), 385280);
+  EXPECT_EQ(RowSplitMaxCategories(Precision::kFloat64), 198400);
 }
 
 TEST(CategoricalCudaHostTest, EmptyBatchLaunchesNothing) {

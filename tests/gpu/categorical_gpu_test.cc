@@ -465,5 +465,95 @@ TYPED_TEST(CategoricalGpuTest, WarpPerRowMatchesCpu) {
                 "warp per row");
 }
 
+// The row-split kernel (one row across a cluster of 1 to 8 thread blocks)
+// at issue 11's sizes and at its split boundaries: one block up to K = 4096
+// (K = 33: one group and one element; 257: a partial last group), 4097,
+// 8193 and 16385 (two, four and eight blocks of 2,080 values, the last one
+// short), 2^15, 2^17 (8 chunks of 16,384) and the largest K a block's shared
+// memory takes; D = 1, 4, 32; weights and logits, every FillRow pattern.
+TYPED_TEST(CategoricalGpuTest, RowSplitMatchesCpuAtIssueSizes) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  const int64_t largest = std::is_same_v<T, float> ? 385280 : 198400;
+  for (int64_t k :
+       {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{64},
+        int64_t{100}, int64_t{256}, int64_t{257}, int64_t{449}, int64_t{4096},
+        int64_t{4097}, int64_t{1} << 15, int64_t{1} << 17, largest}) {
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      const int64_t rows = k >= 4096 ? 3 + rng.Below(4) : 5 + rng.Below(40);
+      const std::vector<T> values = MakeValues<T>(rng, rows, k, kind);
+      for (int32_t draws : {1, 4, 32}) {
+        Batch<T> batch;
+        batch.AddValues(values, rows, k, draws, kind, rng.Bits(),
+                        rng.Below(1000), CategoricalKernel::kRowSplit);
+        ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kRowSplit),
+                      absl::StrCat("row split, K ", k, " D ", draws, " ",
+                                   KindName(kind)));
+      }
+    }
+  }
+}
+
+// Rows whose total lies within 2^-19 of a power of two with inexact sums
+// (weights with long significands): the blocks' own sum cannot settle the
+// scale, and block 0 forms the contract's column-order sum itself. Just
+// below and just above 1, and the exact case (equal weights summing to a
+// power of two, settled without it).
+TYPED_TEST(CategoricalGpuTest, RowSplitScaleNearAPowerOfTwo) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  for (int64_t k : {int64_t{1000}, int64_t{4097}, int64_t{1} << 17}) {
+    for (const double head : {1.0 - 0x1p-20, 1.0 + 0x1p-20, 1.0}) {
+      const int64_t rows = 2;
+      std::vector<T> values(static_cast<size_t>(rows * k));
+      for (int64_t r = 0; r < rows; ++r) {
+        T* row = values.data() + r * k;
+        for (int64_t j = 0; j < k; ++j) {
+          // Tiny weights with every significand bit random, about 2^-50
+          // in all: the total stays within 2^-19 of 1.
+          row[j] = head == 1.0
+                       ? T(1)
+                       : static_cast<T>((0.5 + 0.5 * rng.Unit()) * 0x1p-68);
+        }
+        if (head != 1.0) row[rng.Below(k)] = static_cast<T>(head);
+      }
+      batch.AddValues(values, rows, k, 1 + static_cast<int32_t>(rng.Below(40)),
+                      WeightKind::kWeights, rng.Bits(), rng.Below(64),
+                      CategoricalKernel::kRowSplit);
+    }
+  }
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kRowSplit),
+                "row split near a power of two");
+}
+
+// One launch of many requests with their own K (the chunk is the batch's
+// largest, so small rows sit in the first block), D, kind, seed and row.
+TYPED_TEST(CategoricalGpuTest, RowSplitMixedBatch) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  for (int i = 0; i < 24; ++i) {
+    const int64_t k =
+        rng.Below(6) == 0 ? 20000 + rng.Below(50000) : 1 + rng.Below(3000);
+    const int32_t draws = rng.Below(3) == 0 ? 1 + rng.Below(300) : 1;
+    const WeightKind kind =
+        rng.Below(2) == 0 ? WeightKind::kWeights : WeightKind::kLogits;
+    batch.Add(rng, 1 + rng.Below(8), k, draws, kind, rng.Bits(),
+              rng.Below(1000), CategoricalKernel::kRowSplit);
+  }
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kRowSplit),
+                "row split mixed batch");
+}
+
 }  // namespace
 }  // namespace sampler::kernels::cuda

@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -844,70 +845,99 @@ TEST_F(ServiceTest, SampleCategoricalEqualsTheCpuKernel) {
   }
 }
 
-// Wide rows (K >= 64) take the one-warp-per-row kernel on the CUDA backend,
-// narrow ones the butterfly kernel: both must give the CPU's bits, in both
-// precisions and input kinds, K = 64 at the boundary and far past it.
+// A categorical request of `rows` rows of K = `categories` (zero weights
+// scattered among them), its precision and input kind, and its answer
+// from the CPU kernel.
+struct CategoricalCase {
+  int64_t categories;
+  int64_t rows;
+  int32_t draws;
+  bool float32;
+  bool logits;
+};
+
+std::string CaseName(const CategoricalCase& c) {
+  return absl::StrCat("K ", c.categories, " x ", c.rows, " rows",
+                      c.float32 ? " f32" : " f64",
+                      c.logits ? " logits" : " weights");
+}
+
+std::vector<double> CaseValues(const CategoricalCase& c) {
+  std::vector<double> w(static_cast<size_t>(c.rows * c.categories));
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double weight =
+        (i * 13 + c.categories) % 7 == 0 ? 0.0 : 0.5 + (i * 29) % 23;
+    w[i] = c.logits ? std::log(weight) : weight;
+  }
+  return w;
+}
+
+v1::SampleCategoricalRequest CaseRequest(const CategoricalCase& c) {
+  const std::vector<double> w = CaseValues(c);
+  v1::SampleCategoricalRequest request;
+  request.set_categories(c.categories);
+  if (c.float32) {
+    SetReals(std::vector<float>(w.begin(), w.end()), request.mutable_values());
+  } else {
+    SetReals(w, request.mutable_values());
+  }
+  request.set_draws(c.draws);
+  request.set_precision(c.float32 ? v1::PRECISION_FLOAT32
+                                  : v1::PRECISION_FLOAT64);
+  request.set_input(c.logits ? v1::CATEGORICAL_INPUT_LOGITS
+                             : v1::CATEGORICAL_INPUT_WEIGHTS);
+  request.set_seed(1000 + c.categories);
+  return request;
+}
+
+std::vector<int32_t> CaseCpu(const CategoricalCase& c) {
+  const std::vector<double> w = CaseValues(c);
+  kernels::CategoricalShape shape;
+  shape.rows = c.rows;
+  shape.categories = c.categories;
+  shape.draws = c.draws;
+  std::vector<int32_t> expected(static_cast<size_t>(c.rows * c.draws));
+  const kernels::WeightKind kind =
+      c.logits ? kernels::WeightKind::kLogits : kernels::WeightKind::kWeights;
+  const uint64_t seed = 1000 + c.categories;
+  const absl::Status s =
+      c.float32 ? kernels::SampleCategoricalCpu<float>(
+                      std::vector<float>(w.begin(), w.end()), shape, kind, seed,
+                      0, absl::MakeSpan(expected))
+                : kernels::SampleCategoricalCpu<double>(
+                      w, shape, kind, seed, 0, absl::MakeSpan(expected));
+  EXPECT_TRUE(s.ok()) << s;
+  return expected;
+}
+
+// On the CUDA backend (server/cuda_exec_categorical.cc) K below 64 takes the
+// butterfly kernel, 64 to 2^15 - 1 one warp per row, 2^15 up to the
+// row-split kernel's largest K (385,280 float, 198,400 double) the
+// row-split kernel, and one warp per row again past it: every one must give
+// the CPU's bits, in both precisions and input kinds, at each boundary and
+// far past it.
 TEST_F(ServiceTest, SampleCategoricalWideRowsEqualTheCpuKernel) {
-  struct Case {
-    int64_t categories;
-    int64_t rows;
-    int32_t draws;
-    bool float32;
-    bool logits;
-  };
-  const Case cases[] = {{63, 40, 2, true, false},
-                        {64, 33, 3, true, false},
-                        {100, 70, 1, false, true},
-                        {1000, 9, 4, true, true},
-                        {5000, 3, 32, false, false}};
-  for (const Case& c : cases) {
-    SCOPED_TRACE(absl::StrCat("K ", c.categories, c.float32 ? " f32" : " f64",
-                              c.logits ? " logits" : " weights"));
-    std::vector<double> w(static_cast<size_t>(c.rows * c.categories));
-    for (size_t i = 0; i < w.size(); ++i) {
-      const double weight =
-          (i * 13 + c.categories) % 7 == 0 ? 0.0 : 0.5 + (i * 29) % 23;
-      w[i] = c.logits ? std::log(weight) : weight;
-    }
-    v1::SampleCategoricalRequest request;
-    request.set_categories(c.categories);
-    if (c.float32) {
-      SetReals(std::vector<float>(w.begin(), w.end()),
-               request.mutable_values());
-    } else {
-      SetReals(w, request.mutable_values());
-    }
-    request.set_draws(c.draws);
-    request.set_precision(c.float32 ? v1::PRECISION_FLOAT32
-                                    : v1::PRECISION_FLOAT64);
-    request.set_input(c.logits ? v1::CATEGORICAL_INPUT_LOGITS
-                               : v1::CATEGORICAL_INPUT_WEIGHTS);
-    request.set_seed(1000 + c.categories);
+  // Each request under this suite's 1 MiB message limit: 2^17 in double and
+  // rows past the row-split kernel's largest K in either precision do not
+  // fit, and are in BatchingTest's mixed batch.
+  const CategoricalCase cases[] = {
+      {63, 40, 2, true, false},    {64, 33, 3, true, false},
+      {100, 70, 1, false, true},   {1000, 9, 4, true, true},
+      {5000, 3, 32, false, false}, {32767, 2, 4, true, false},
+      {32768, 5, 4, true, false},  {32768, 3, 32, false, true},
+      {131072, 1, 1, true, true},  {131072, 1, 32, true, false},
+      {198401, 1, 4, true, false}};  // past double's largest, f32 row-split
+  for (const CategoricalCase& c : cases) {
+    SCOPED_TRACE(CaseName(c));
     grpc::ClientContext context;
     SetDeadline(context);
     v1::SampleCategoricalResponse response;
     const grpc::Status status =
-        stub_->SampleCategorical(&context, request, &response);
+        stub_->SampleCategorical(&context, CaseRequest(c), &response);
     ASSERT_TRUE(status.ok()) << Describe(status);
-
-    kernels::CategoricalShape shape;
-    shape.rows = c.rows;
-    shape.categories = c.categories;
-    shape.draws = c.draws;
-    std::vector<int32_t> expected(static_cast<size_t>(c.rows * c.draws));
-    const kernels::WeightKind kind =
-        c.logits ? kernels::WeightKind::kLogits : kernels::WeightKind::kWeights;
-    const absl::Status s =
-        c.float32
-            ? kernels::SampleCategoricalCpu<float>(
-                  std::vector<float>(w.begin(), w.end()), shape, kind,
-                  request.seed(), 0, absl::MakeSpan(expected))
-            : kernels::SampleCategoricalCpu<double>(
-                  w, shape, kind, request.seed(), 0, absl::MakeSpan(expected));
-    ASSERT_TRUE(s.ok()) << s;
     EXPECT_TRUE(SameBits(std::vector<int32_t>(response.indices().begin(),
                                               response.indices().end()),
-                         expected));
+                         CaseCpu(c)));
   }
 }
 
@@ -2184,6 +2214,49 @@ TEST_F(BatchingTest, AnAnswerDoesNotDependOnItsBatch) {
     EXPECT_EQ(requests, 51) << method;
     EXPECT_LE(batches * 2, requests) << method << ": " << batches << " batches";
   }
+}
+
+// Categorical requests of small and large K in flight together share
+// batches, in which the CUDA backend runs each kernel's jobs (butterfly, one
+// warp per row, row-split) as launches of their own: each answer is still
+// the CPU's. (Their 1.7 million items fill more than one batch of
+// --max_batch_items' default 2^20.)
+TEST_F(BatchingTest, CategoricalBatchOfSmallAndLargeKEqualsTheCpuKernel) {
+  const CategoricalCase cases[] = {
+      {37, 50, 2, true, false},
+      {32768, 4, 4, true, false},
+      {100, 20, 3, true, true},
+      {131072, 2, 1, true, false},
+      {5000, 6, 32, true, false},
+      {131072, 3, 4, false, true},
+      {32768, 2, 32, false, false},
+      {63, 33, 1, false, false},
+      // Past the row-split kernel's largest K: one warp per row again.
+      {198401, 2, 4, false, false},
+      {385281, 1, 2, true, true}};
+  const MetricsText before = Scrape(*server_);
+  std::vector<std::shared_ptr<AsyncCategorical>> calls;
+  for (const CategoricalCase& c : cases) {
+    calls.push_back(LaunchCategorical(*stub_, CaseRequest(c)));
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    SCOPED_TRACE(CaseName(cases[i]));
+    ASSERT_TRUE(calls[i]->Wait());
+    ASSERT_TRUE(calls[i]->Status().ok()) << Describe(calls[i]->Status());
+    EXPECT_TRUE(
+        SameBits(std::vector<int32_t>(calls[i]->response.indices().begin(),
+                                      calls[i]->response.indices().end()),
+                 CaseCpu(cases[i])));
+  }
+  // And they shared batches.
+  const MetricsText after = Scrape(*server_);
+  const auto delta = [&](const char* name) {
+    const std::string series = ByMethod(name, "SampleCategorical");
+    return after.ValueOr0(series) - before.ValueOr0(series);
+  };
+  const double requests = delta("sampler_batch_requests_sum");
+  EXPECT_EQ(requests, static_cast<double>(std::size(cases)));
+  EXPECT_LT(delta("sampler_batch_requests_count"), requests);
 }
 
 // Batching off: every batch holds exactly one request, however many arrive

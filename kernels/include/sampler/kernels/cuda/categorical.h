@@ -43,22 +43,36 @@
 namespace sampler::kernels::cuda {
 
 enum class CategoricalKernel {
-  // The service's kernel: 32 rows per warp, transposed coalesced loads, the
-  // butterfly table built with __shfl_xor_sync, the butterfly search, the
-  // remnant. Bits of SampleCategoricalCpu.
+  // The service's kernel below K = 64: 32 rows per warp, transposed
+  // coalesced loads, the butterfly table built with __shfl_xor_sync, the
+  // butterfly search, the remnant. Bits of SampleCategoricalCpu.
   kButterfly,
   // The in-house baseline (the paper's Algorithms 1 and 3): one thread per
   // row, a full sequential prefix-sum table in the workspace, a binary
   // search. Bits of SampleCategoricalReferenceCpu.
   kPrefixSum,
-  // For comparison in benchmarks: one warp per row, coalesced without any
-  // transposition, block tree sums by xor butterflies, the contract's search
-  // done by the whole warp. Bits of SampleCategoricalCpu.
+  // The service's kernel from K = 64 to 2^15 - 1 and past kRowSplit's
+  // largest K: one warp per row, coalesced without any transposition, block
+  // tree sums by xor butterflies, the contract's search done by the whole
+  // warp. Bits of SampleCategoricalCpu.
   kWarpPerRow,
+  // For large K and few rows (categorical_row_split.cu), the service's from
+  // K = 2^15 (server/cuda_exec_categorical.cc): one row across a cluster of
+  // up to 8 thread blocks (4,096 values a block where K allows), each
+  // holding its chunk of the row in shared memory, so that the row is read
+  // once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
+  // (float) or 198,400 (double): RowSplitMaxCategories.
+  kRowSplit,
 };
 
-// "butterfly", "prefix-sum", "warp-per-row".
+// "butterfly", "prefix-sum", "warp-per-row", "row-split".
 const char* CategoricalKernelName(CategoricalKernel kernel);
+
+// The largest K that kRowSplit takes in `precision`: the most whose chunk
+// (K over its 8 blocks) fits a block's shared memory with its group sums,
+// 385,280 (float) or 198,400 (double). PrepareCategoricalSegments refuses a
+// larger K for kRowSplit; the service routes one to kWarpPerRow.
+int64_t RowSplitMaxCategories(Precision precision);
 
 // One request (or a chunk of one) of a segmented batch: rows first_row ..
 // first_row + rows - 1 of a request under `seed`, their values row after row
@@ -83,8 +97,8 @@ struct CategoricalSegment {
   int32_t draws = 1;       // D
   WeightKind kind = WeightKind::kWeights;
   // Set by PrepareCategoricalSegments: tasks of all earlier segments (a task
-  // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow), so that
-  // a warp finds its segment by binary search.
+  // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow and
+  // kRowSplit), so that a warp finds its segment by binary search.
   int64_t task_begin = 0;
   // Set by PrepareCategoricalSegments: where this segment's scratch starts
   // in the workspace, in 8-byte elements (uint64 integer weights; 0 if it
@@ -119,6 +133,11 @@ struct CategoricalPlan {
   int32_t smem_block_ends = -1;  // block ends, smem_block_cap per row
   int32_t smem_block_cap = 0;
   int32_t smem_warp_elems[2] = {0, 0};
+  // kRowSplit: thread blocks per row (1, 2, 4 or 8, from the batch's
+  // largest K) and the most elements of a row that one of them holds (that
+  // K over the blocks, rounded up to a multiple of 32).
+  int32_t row_split_ctas = 0;
+  int64_t row_split_chunk = 0;
   // kButterfly only, for benchmarks: run instances compiled with a register
   // cap (more resident warps, some spilling) instead of the default ones.
   bool register_cap = false;

@@ -1,0 +1,59 @@
+// CategoricalKernelFor (server/cuda_exec_categorical.cc): the kernel the
+// CUDA backend runs a categorical job on, by its K and precision. The bits
+// are the same on every kernel (tests/gpu/categorical_gpu_test.cc, and the
+// integration suite on the CUDA backend); this pins the routing itself.
+#include <cstdint>
+
+#include "gtest/gtest.h"
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/categorical.h"
+#include "server/cuda_exec.h"
+
+namespace sampler::server {
+namespace {
+
+using kernels::Precision;
+using kernels::cuda::CategoricalKernel;
+using kernels::cuda::RowSplitMaxCategories;
+
+TEST(CudaCategoricalRouteTest, ButterflyBelow64) {
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    EXPECT_EQ(CategoricalKernelFor(1, p), CategoricalKernel::kButterfly);
+    EXPECT_EQ(CategoricalKernelFor(63, p), CategoricalKernel::kButterfly);
+  }
+}
+
+TEST(CudaCategoricalRouteTest, WarpPerRowFrom64Below2To15) {
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    EXPECT_EQ(CategoricalKernelFor(64, p), CategoricalKernel::kWarpPerRow);
+    EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kWarpPerRow);
+    EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) - 1, p),
+              CategoricalKernel::kWarpPerRow);
+  }
+}
+
+TEST(CudaCategoricalRouteTest, RowSplitFrom2To15UpToItsLargestK) {
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    const int64_t largest = RowSplitMaxCategories(p);
+    EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 15, p),
+              CategoricalKernel::kRowSplit);
+    EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 17, p),
+              CategoricalKernel::kRowSplit);
+    EXPECT_EQ(CategoricalKernelFor(largest, p), CategoricalKernel::kRowSplit);
+    // Past what its shared memory holds: one warp per row again.
+    EXPECT_EQ(CategoricalKernelFor(largest + 1, p),
+              CategoricalKernel::kWarpPerRow);
+    EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 20, p),
+              CategoricalKernel::kWarpPerRow);
+  }
+  // Double's largest K is the smaller: K between the two is row-split in
+  // float only.
+  const int64_t between = RowSplitMaxCategories(Precision::kFloat64) + 1;
+  EXPECT_EQ(CategoricalKernelFor(between, Precision::kFloat32),
+            CategoricalKernel::kRowSplit);
+  EXPECT_EQ(CategoricalKernelFor(between, Precision::kFloat64),
+            CategoricalKernel::kWarpPerRow);
+}
+
+}  // namespace
+}  // namespace sampler::server
