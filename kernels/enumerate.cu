@@ -935,33 +935,6 @@ __device__ __forceinline__ int64_t WarpMaxI64(int64_t v) {
   return WarpButterfly<ButterflyOrder::kHighToLow>(v, WarpMax<int64_t>());
 }
 
-// Loads a lane keeps in flight in the extended kernel's exponent scans: the
-// scans are latency-bound (a few thousand dependent round trips to L2 per
-// tile at the top levels otherwise).
-constexpr int kScanInFlight = 8;
-
-// The largest exponent(i) over i in [lo, hi], in every lane (int64 min if
-// the range is empty): lane l takes i = lo + l + 32 t, kScanInFlight of its
-// loads issued before any is used. A maximum of integers, so the result does
-// not depend on the order.
-template <typename Exponent>
-__device__ __forceinline__ int64_t WarpMaxOver(int64_t lo, int64_t hi, int lane,
-                                               Exponent exponent) {
-  constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
-  int64_t best = kNone;
-  for (int64_t i0 = lo + lane; i0 <= hi; i0 += kScanInFlight * kWarpSize) {
-    int64_t e[kScanInFlight];
-#pragma unroll
-    for (int u = 0; u < kScanInFlight; ++u) {
-      const int64_t i = i0 + u * kWarpSize;
-      e[u] = i <= hi ? exponent(i) : kNone;
-    }
-#pragma unroll
-    for (int u = 0; u < kScanInFlight; ++u) best = e[u] > best ? e[u] : best;
-  }
-  return WarpMaxI64(best);
-}
-
 // The largest pair exponent of output k of x (*) y, in every lane (below
 // ext::kNoPair: no pair of non-zero values).
 template <typename T>
@@ -971,9 +944,13 @@ __device__ __forceinline__ int64_t LargestPair(const DeviceArgs<T>& args,
                                                bool in_log, int lane) {
   const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
   const int64_t hi = k < x.len - 1 ? k : x.len - 1;
-  return WarpMaxOver(lo, hi, lane, [&](int64_t j) {
-    return ExponentOf(args, x, j, in_log) + ExponentOf(args, y, k - j, in_log);
-  });
+  int64_t best = std::numeric_limits<int64_t>::min();
+  for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
+    const int64_t e =
+        ExponentOf(args, x, j, in_log) + ExponentOf(args, y, k - j, in_log);
+    best = e > best ? e : best;
+  }
+  return WarpMaxI64(best);
 }
 
 // Output k on its own, by the whole warp (the CPU's ExactOutput): every pair
@@ -992,26 +969,13 @@ __device__ __forceinline__ void ExactOutput(const DeviceArgs<T>& args,
   }
   const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
   const int64_t hi = k < x.len - 1 ? k : x.len - 1;
-  // kScanInFlight pairs' loads in flight per lane, added in ascending j.
   double s = 0.0;
-  for (int64_t j0 = lo + lane; j0 <= hi; j0 += kScanInFlight * kWarpSize) {
-    double v[kScanInFlight];
-#pragma unroll
-    for (int u = 0; u < kScanInFlight; ++u) {
-      const int64_t j = j0 + u * kWarpSize;
-      v[u] = 0.0;
-      if (j <= hi) {
-        double mx, my;
-        int64_t ex, ey;
-        LoadExtended(args, x, j, in_log, &mx, &ex);
-        LoadExtended(args, y, k - j, in_log, &my, &ey);
-        v[u] = ext::Scale(__dmul_rn(mx, my), ex + ey - largest);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kScanInFlight; ++u) {
-      if (j0 + u * kWarpSize <= hi) s = __dadd_rn(s, v[u]);
-    }
+  for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
+    double mx, my;
+    int64_t ex, ey;
+    LoadExtended(args, x, j, in_log, &mx, &ex);
+    LoadExtended(args, y, k - j, in_log, &my, &ey);
+    s = __dadd_rn(s, ext::Scale(__dmul_rn(mx, my), ex + ey - largest));
   }
   s = WarpButterfly<ButterflyOrder::kHighToLow>(s, WarpPlus<double>());
   int ee = 0;
@@ -1032,13 +996,6 @@ __device__ __forceinline__ void ExactOutput(const DeviceArgs<T>& args,
 // roundings of its exact value (J its pairs); any other is recomputed on its
 // own by the warp (ExactOutput). Nodes stay extended in scratch; the root
 // writes log (or linear) values, one conversion.
-// Cost: the tilt is an integer number of bits per output, so where a
-// node's log2 slope is near a half-integer, the windows' maxima exceed the
-// tile's largest pairs by up to V ln2 / 8 bits (V the pair's variance, for
-// near-Gaussian nodes): past 900 bits (V > ~10,400) such outputs fall back
-// (about 19,000 of the 100,001 top-level outputs of the n = 100,000
-// Poisson-binomial bench; none at n = 30,000). The scans, the staging and
-// ExactOutput keep several loads in flight per lane for that reason.
 // Shared memory of one warp of the extended kernel: the log kernel's x
 // chunk, and the window of y for TW outputs.
 template <int G>
@@ -1087,12 +1044,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
         const int64_t ilo = k0 - jhi > 0 ? k0 - jhi : 0;
         const int64_t ihi =
             k0 + kt - 1 - jlo < LY - 1 ? k0 + kt - 1 - jlo : LY - 1;
-        const int64_t ex = WarpMaxOver(jlo, jhi, lane, [&](int64_t j) {
-          return ExponentOf(args, xo, j, in_log) - sigma * j;
-        });
-        const int64_t ey = WarpMaxOver(ilo, ihi, lane, [&](int64_t i) {
-          return ExponentOf(args, yo, i, in_log) - sigma * i;
-        });
+        int64_t ex = std::numeric_limits<int64_t>::min();
+        for (int64_t j = jlo + lane; j <= jhi; j += kWarpSize) {
+          const int64_t e = ExponentOf(args, xo, j, in_log) - sigma * j;
+          ex = e > ex ? e : ex;
+        }
+        ex = WarpMaxI64(ex);
+        int64_t ey = std::numeric_limits<int64_t>::min();
+        for (int64_t i = ilo + lane; i <= ihi; i += kWarpSize) {
+          const int64_t e = ExponentOf(args, yo, i, in_log) - sigma * i;
+          ey = e > ey ? e : ey;
+        }
+        ey = WarpMaxI64(ey);
 
         // The tilted, scaled windows as plain doubles in [0, 1), chunk by
         // chunk; a lane's R sums in block sums of at most kBlock steps.
@@ -1104,32 +1067,30 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           const int steps = rest >= kSteps ? kSteps : static_cast<int>(rest);
           const int span = G * steps;
           __syncwarp();
-          // Stage: four loads in flight per lane (the staging is latency-
-          // bound); every element is written once, so the order is free.
-          Stage<double>(
-              span, lane,
-              [&](int i) {
-                const int64_t j = jc + i;
-                if (j > jhi) return 0.0;
-                double m;
-                int64_t e;
-                LoadExtended(args, xo, j, in_log, &m, &e);
-                return ext::Scale(m, e - sigma * j - ex);
-              },
-              [](int i) { return (i % G) * S::XROW + i / G; }, xs);
+          for (int i = lane; i < span; i += kWarpSize) {
+            const int64_t j = jc + i;
+            double v = 0.0;
+            if (j <= jhi) {
+              double m;
+              int64_t e;
+              LoadExtended(args, xo, j, in_log, &m, &e);
+              v = ext::Scale(m, e - sigma * j - ex);
+            }
+            xs[(i % G) * S::XROW + i / G] = v;
+          }
           // y index of ys[0]: output k0 - pair jc + span - 1.
           const int64_t ybase = k0 - jc - span + 1;
-          Stage<double>(
-              TW + span - 1, lane,
-              [&](int i) {
-                const int64_t yi = ybase + i;
-                if (yi < ilo || yi > ihi) return 0.0;
-                double m;
-                int64_t e;
-                LoadExtended(args, yo, yi, in_log, &m, &e);
-                return ext::Scale(m, e - sigma * yi - ey);
-              },
-              [](int i) { return i; }, ys);
+          for (int i = lane; i < TW + span - 1; i += kWarpSize) {
+            const int64_t yi = ybase + i;
+            double v = 0.0;
+            if (yi >= ilo && yi <= ihi) {
+              double m;
+              int64_t e;
+              LoadExtended(args, yo, yi, in_log, &m, &e);
+              v = ext::Scale(m, e - sigma * yi - ey);
+            }
+            ys[i] = v;
+          }
           __syncwarp();
           const double* const xp = xs + member * S::XROW;
           // Output g R + i, pair jc + member + G t: y at ys[g R + i - member -
