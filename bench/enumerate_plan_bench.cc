@@ -29,22 +29,16 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/types/span.h"
+#include "bench/host_timing.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/enumerate.h"
 
 namespace sampler::kernels::cuda {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::duration d) {
-  return std::chrono::duration<double, std::milli>(d).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using ::sampler::bench::Clock;
+using ::sampler::bench::Median;
+using ::sampler::bench::Ms;
 
 // A batch's problems: each problem's term values, owned.
 template <typename T>

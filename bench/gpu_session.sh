@@ -128,6 +128,10 @@ if want plan; then
   ./enumerate_plan_bench --fingerprint > "$work/plan_fingerprint.log" 2>&1
   ./enumerate_plan_bench --fingerprint --reuse > "$work/plan_fingerprint_reuse.log" 2>&1
   summary "enumerate planner fingerprints: fresh and reused $(cmp -s "$work/plan_fingerprint.log" "$work/plan_fingerprint_reuse.log" && echo equal || echo DIFFER); $(grep 'small 16384' "$work/plan_fingerprint.log" | tr '\n' ';')"
+  # Every host step of the small-problems request (parse, bind, planned
+  # tree or small path, unpack, the CPU backend's work, wire) on this host.
+  ./enumerate_host_bench --runs=15 > "$work/host_steps.log" 2>&1
+  summary "enumerate small request host steps: rc=$? $(tr '\n' ';' < "$work/host_steps.log")"
 fi
 
 # Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor,

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/cuda/enumerate_plan.h"
+#include "sampler/kernels/cuda/enumerate_small.h"
 #include "sampler/kernels/enumerate.h"
 
 namespace sampler::kernels::cuda {
@@ -462,6 +463,83 @@ TYPED_TEST(EnumerateCudaHostTest, PlannedTreeComputesTheSum) {
       }
     }
   }
+}
+
+// The small-problems path's routing: linear problems of 1..kSmallMaxTerms
+// terms and at most kSmallMaxValues values take it; the log path, more
+// terms or more values keep the planned tree.
+TEST(EnumerateSmallTest, RoutingBounds) {
+  constexpr ProbSpace kLin = ProbSpace::kLinear, kLog = ProbSpace::kLog;
+  EXPECT_TRUE(EnumerateSmallFits(8, 32, kLin, kLin));  // the case
+  EXPECT_TRUE(EnumerateSmallFits(1, 1, kLin, kLin));
+  EXPECT_TRUE(EnumerateSmallFits(kSmallMaxTerms, kSmallMaxValues, kLin, kLin));
+  EXPECT_FALSE(EnumerateSmallFits(kSmallMaxTerms + 1, 40, kLin, kLin));
+  EXPECT_FALSE(EnumerateSmallFits(2, kSmallMaxValues + 1, kLin, kLin));
+  EXPECT_FALSE(EnumerateSmallFits(0, 0, kLin, kLin));
+  EXPECT_FALSE(EnumerateSmallFits(8, 32, kLog, kLin));
+  EXPECT_FALSE(EnumerateSmallFits(8, 32, kLin, kLog));
+  EXPECT_FALSE(EnumerateSmallFits(8, 32, kLog, kLog));
+}
+
+// The batch refuses what does not fit (the caller plans it instead) and
+// packs what it took: descriptors, term lengths and values end to end, each
+// result's slice of the output and its support offset.
+TYPED_TEST(EnumerateCudaHostTest, SmallBatchRoutesAndPacks) {
+  using T = TypeParam;
+  using Span = absl::Span<const T>;
+  const std::vector<T> a = {0.5, 0.5}, b = {0.25, 0.5, 0.25}, c = {1};
+  const std::vector<T> long_term(kSmallMaxValues, T{0.01});
+  EnumerateSmallBatch<T> batch;
+  batch.Reset(ProbSpace::kLog, ProbSpace::kLinear);
+  const std::vector<Span> two = {Span(a), Span(b)};
+  const std::vector<int64_t> two_offsets = {-3, 10};
+  EXPECT_FALSE(batch.Add(two, two_offsets));  // log input: planned path
+  batch.Reset(ProbSpace::kLinear, ProbSpace::kLinear);
+  EXPECT_TRUE(batch.Add(two, two_offsets));
+  const std::vector<Span> too_long = {Span(a), Span(long_term)};
+  EXPECT_FALSE(batch.Add(too_long, two_offsets));
+  const std::vector<Span> many(kSmallMaxTerms + 1, Span(c));
+  const std::vector<int64_t> many_offsets(many.size(), 0);
+  EXPECT_FALSE(batch.Add(many, many_offsets));
+  const std::vector<Span> three = {Span(c), Span(a), Span(a)};  // repeats
+  const std::vector<int64_t> three_offsets = {7, 0, 1};
+  EXPECT_TRUE(batch.Add(three, three_offsets));
+  ASSERT_EQ(batch.num_problems(), 2);
+  EXPECT_EQ(batch.out_begin(0), 0);
+  EXPECT_EQ(batch.support_offset(0), 7);
+  EXPECT_EQ(batch.out_begin(1), 4);  // 2 + 3 - 1 outputs before it
+  EXPECT_EQ(batch.support_offset(1), 8);
+  EXPECT_EQ(batch.OutLayout().values, 4 + 3);
+  EXPECT_EQ(batch.OutLayout().words, 2u);
+  const StagingPlan plan = batch.Staging();
+  EXPECT_EQ(plan.in_bytes, batch.ArenaBytes());
+  EXPECT_EQ(plan.out_bytes, batch.OutLayout().bytes());
+  EXPECT_EQ(plan.scratch_bytes, 0u);
+
+  std::vector<char> arena(batch.ArenaBytes() + 256);
+  char* const host =
+      arena.data() +
+      (256 - reinterpret_cast<uintptr_t>(arena.data()) % 256) % 256;
+  batch.PackInto(host);
+  // The device view's pointers, read on the host: the same layout.
+  std::vector<char> out(batch.OutLayout().bytes());
+  const EnumerateSmallDeviceBatch<T> view =
+      batch.View(DeviceRegions{host, out.data(), nullptr});
+  EXPECT_EQ(view.num_problems, 2);
+  EXPECT_EQ(view.problems[0].values, 0);
+  EXPECT_EQ(view.problems[0].out, 0);
+  EXPECT_EQ(view.problems[0].num_terms, 2);
+  EXPECT_EQ(view.problems[0].num_values, 5);
+  EXPECT_EQ(view.problems[1].values, 5);
+  EXPECT_EQ(view.problems[1].out, 4);
+  EXPECT_EQ(view.problems[1].lengths, 2);
+  EXPECT_EQ(view.problems[1].num_terms, 3);
+  EXPECT_EQ(view.problems[1].num_values, 5);
+  const std::vector<int16_t> lengths(view.lengths, view.lengths + 5);
+  EXPECT_EQ(lengths, (std::vector<int16_t>{2, 3, 1, 2, 2}));
+  const std::vector<T> values(view.values, view.values + 10);
+  EXPECT_EQ(values,
+            (std::vector<T>{0.5, 0.5, 0.25, 0.5, 0.25, 1, 0.5, 0.5, 0.5, 0.5}));
 }
 
 }  // namespace

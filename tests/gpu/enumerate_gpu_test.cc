@@ -39,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/cuda/enumerate_small.h"
 #include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/enumerate.h"
@@ -322,6 +323,73 @@ absl::StatusOr<GpuResult<T>> RunOnGpu(const std::vector<Problem<T>>& batch,
     r.values.emplace_back(r.raw.begin() + prob.out_begin,
                           r.raw.begin() + prob.out_begin + prob.out_length);
     r.offsets.push_back(prob.support_offset);
+  }
+  return r;
+}
+
+// The small-problems path (enumerate_small.h) on one batch of linear
+// problems that all fit it, run `repeats` times (same bits each time), with
+// poisoned outputs and guards as RunOnGpu.
+template <typename T>
+absl::StatusOr<GpuResult<T>> RunSmallOnGpu(const std::vector<Problem<T>>& batch,
+                                           int repeats = 1) {
+  std::vector<std::vector<absl::Span<const T>>> spans(batch.size());
+  std::vector<std::vector<int64_t>> offsets(batch.size());
+  EnumerateSmallBatch<T> small;
+  small.Reset(ProbSpace::kLinear, ProbSpace::kLinear);
+  for (size_t p = 0; p < batch.size(); ++p) {
+    for (const TermData<T>& t : batch[p].terms) {
+      spans[p].push_back(t.values);
+      offsets[p].push_back(t.offset);
+    }
+    if (!small.Add(spans[p], offsets[p])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("problem ", p, " does not fit the small path"));
+    }
+  }
+  SAMPLER_ASSIGN_OR_RETURN(const std::unique_ptr<Stager> stager,
+                           Stager::Create());
+  const int64_t total = small.OutLayout().values;
+  const ValuesAndStatusWords<T> layout{total + kGuard, batch.size()};
+  SAMPLER_ASSIGN_OR_RETURN(
+      const StagedBatch staged,
+      stager->Upload({small.ArenaBytes(), layout.bytes(), 0},
+                     [&](char* in) { small.PackInto(in); }));
+  // The small batch's view, its outputs moved to the guarded layout.
+  EnumerateSmallDeviceBatch<T> view = small.View(staged.regions);
+  view.out = layout.Values(staged.regions.out);
+  view.status = layout.StatusWords(staged.regions.out);
+  GpuResult<T> r;
+  for (int rep = 0; rep < repeats; ++rep) {
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+        staged.regions.out, 0xFF, layout.bytes(), stager->stream.get()));
+    SAMPLER_RETURN_IF_ERROR(LaunchEnumerateSmall(view, stager->stream.get()));
+    std::vector<T> raw(static_cast<size_t>(layout.values));
+    r.status.assign(batch.size(), 0);
+    SAMPLER_RETURN_IF_ERROR(stager->Download(staged, [&](const char* out) {
+      std::memcpy(raw.data(), layout.Values(out), raw.size() * sizeof(T));
+      std::memcpy(r.status.data(), layout.StatusWords(out),
+                  batch.size() * sizeof(uint32_t));
+    }));
+    if (rep > 0 &&
+        std::memcmp(raw.data(), r.raw.data(), raw.size() * sizeof(T)) != 0) {
+      return absl::InternalError(
+          absl::StrCat("small path: run ", rep, " gave other bits"));
+    }
+    r.raw = std::move(raw);
+  }
+  for (int64_t g = total; g < layout.values; ++g) {
+    if (!std::isnan(r.raw[g])) {
+      return absl::InternalError("small path: a guard element was written");
+    }
+  }
+  for (size_t p = 0; p < batch.size(); ++p) {
+    const int64_t begin = small.out_begin(static_cast<int32_t>(p));
+    const int64_t end = p + 1 < batch.size()
+                            ? small.out_begin(static_cast<int32_t>(p + 1))
+                            : total;
+    r.values.emplace_back(r.raw.begin() + begin, r.raw.begin() + end);
+    r.offsets.push_back(small.support_offset(static_cast<int32_t>(p)));
   }
   return r;
 }
@@ -1015,6 +1083,101 @@ TYPED_TEST(EnumerateGpuTest, FftPathMatchesReferenceAbsolutely) {
   std::cout << "FFT: worst |error| / total " << worst_abs
             << ", worst relative error of elements >= 1e-3 max "
             << worst_rel_large << "\n";
+}
+
+// The product of each term's least non-zero point (linear values).
+template <typename T>
+double LeastNonZeroProduct(const Problem<T>& p) {
+  double product = 1;
+  for (const TermData<T>& t : p.terms) {
+    double least = 1e300;
+    for (T x : t.values) {
+      if (x > 0) least = std::min(least, static_cast<double>(x));
+    }
+    if (least < 1e300) product *= least;
+  }
+  return product;
+}
+
+// The small-problems path against the long double reference and EnumerateCpu
+// (CheckBatch): random problems of 1 to kSmallMaxTerms terms of lengths
+// 1..N within kSmallMaxValues values, normalised or scaled, some with zero
+// points and terms of a single point; repeated runs give the same bits, and
+// a problem alone the same bits as in its batch. (Log-space problems do not
+// take this path: EnumerateSmallTest.RoutingBounds.)
+TYPED_TEST(EnumerateGpuTest, SmallPathMatchesReferenceAndCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const double kFloor = sizeof(T) == sizeof(float) ? 1e-30 : 1e-290;
+  std::vector<Problem<T>> batch;
+  for (int i = 0; i < 3000; ++i) {
+    Problem<T> p;
+    const int nterms =
+        i < 40 ? 1 + i % kSmallMaxTerms
+               : static_cast<int>(UniformInt(this->rng_, 1, kSmallMaxTerms));
+    int budget = kSmallMaxValues;
+    const int max_len =
+        static_cast<int>(UniformInt(this->rng_, 1, kSmallMaxValues / nterms));
+    const bool normalise = this->rng_() % 2 == 0;
+    for (int t = 0; t < nterms; ++t) {
+      const int len =
+          std::min<int>(static_cast<int>(UniformInt(this->rng_, 1, max_len)),
+                        budget - (nterms - 1 - t));
+      budget -= len;
+      TermData<T> term =
+          RandomTerm<T>(this->rng_, len, normalise,
+                        0.5 + 1.5 * Uniform(this->rng_), ProbSpace::kLinear);
+      if (i % 5 == 0) {  // zero-probability points
+        for (int k = 0; k < len; ++k) {
+          if (this->rng_() % 3 == 0) term.values[k] = 0;
+        }
+      }
+      p.terms.push_back(std::move(term));
+    }
+    // Every non-zero result above T's normal range (the product of the
+    // terms' least non-zero points bounds it), so that no element loses
+    // its relative accuracy to underflow, on either side.
+    while (p.terms.size() > 1 && LeastNonZeroProduct(p) < kFloor) {
+      p.terms.pop_back();
+    }
+    batch.push_back(std::move(p));
+  }
+  // Edge cases: one point; a term with no mass; the bounds exactly.
+  batch.push_back({{{5, {T{0.75}}}}});
+  batch.push_back({{{0, {0.5, 0.5}}, {-2, {0, 0, 0}}, {1, {0.25, 0.75}}}});
+  Problem<T> widest;
+  for (int t = 0; t < kSmallMaxTerms; ++t) {  // points in [0.2, 0.3)
+    TermData<T> term;
+    for (int k = 0; k < kSmallMaxValues / kSmallMaxTerms; ++k) {
+      term.values.push_back(static_cast<T>(0.2 + 0.1 * Uniform(this->rng_)));
+    }
+    widest.terms.push_back(std::move(term));
+  }
+  batch.push_back(widest);
+  absl::StatusOr<GpuResult<T>> got = RunSmallOnGpu(batch, 3);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+  const double worst = this->CheckBatch(batch, *got, "small path");
+  std::cout << "small path: worst error / tolerance " << worst << "\n";
+  for (size_t p : {size_t{0}, size_t{17}, batch.size() - 1}) {
+    absl::StatusOr<GpuResult<T>> alone = RunSmallOnGpu<T>({batch[p]});
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    EXPECT_EQ(alone->values[0], got->values[p]) << "problem " << p;
+  }
+}
+
+// The small path flags results that do not fit T, as the planned path.
+TYPED_TEST(EnumerateGpuTest, SmallPathFlagsNonFinite) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const T big = std::numeric_limits<T>::max() / 4;
+  std::vector<Problem<T>> batch(2);
+  batch[0].terms = {{0, {big, 1}}, {0, {big}}};  // overflows T
+  batch[1].terms = {{0, {0.5, 0.5}}, {0, {0.25, 0.75}}};
+  absl::StatusOr<GpuResult<T>> got = RunSmallOnGpu(batch);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status[0], kEnumerateStatusNonFinite);
+  EXPECT_EQ(got->status[1], 0u);
+  EXPECT_EQ(got->values[1], (std::vector<T>{0.125, 0.5, 0.375}));
 }
 
 }  // namespace
