@@ -264,28 +264,45 @@ def accuracy(n, responses):
 
 def server_time(port, before_path=None):
     """sampler_request_duration_seconds of Enumerate calls answered OK, from
-    the server's /metrics: the sum and count so far, or (with the file of an
-    earlier reading) the calls since and their mean in milliseconds."""
+    the server's /metrics, with the Enumerate jobs' queue wait
+    (sampler_queue_wait_seconds) and the batches' device time
+    (sampler_device_seconds: the kernels, between the copies, as the
+    backend's events time them): the sums and counts so far, or (with the
+    file of an earlier reading) the calls since and the means in
+    milliseconds (the queue per job, the device per batch)."""
     import urllib.request
     text = urllib.request.urlopen(
         "http://127.0.0.1:{}/metrics".format(port), timeout=30).read().decode()
-    now = {"sum": 0.0, "count": 0}
+    now = {"sum": 0.0, "count": 0, "queue_sum": 0.0, "queue_count": 0,
+           "device_sum": 0.0, "device_count": 0}
+    prefixes = (("sampler_request_duration_seconds_", ""),
+                ("sampler_queue_wait_seconds_", "queue_"),
+                ("sampler_device_seconds_", "device_"))
     for line in text.splitlines():
-        if (line.startswith("sampler_request_duration_seconds_")
-                and 'method="Enumerate"' in line and 'code="OK"' in line):
+        for prefix, key in prefixes:
+            if (not line.startswith(prefix)
+                    or 'method="Enumerate"' not in line
+                    or (not key and 'code="OK"' not in line)):
+                continue
             name, value = line.split("{")[0], float(line.split()[-1])
             if name.endswith("_sum"):
-                now["sum"] = value
+                now[key + "sum"] += value
             elif name.endswith("_count"):
-                now["count"] = int(value)
+                now[key + "count"] += int(value)
     if before_path is None:
         return now
     with open(before_path) as f:
         before = json.load(f)
-    calls = now["count"] - before["count"]
-    seconds = now["sum"] - before["sum"]
-    return {"requests": calls,
-            "server_ms_mean": 1e3 * seconds / calls if calls else None}
+
+    def mean_ms(key):
+        count = now[key + "count"] - before.get(key + "count", 0)
+        total = now[key + "sum"] - before.get(key + "sum", 0.0)
+        return 1e3 * total / count if count else None
+
+    return {"requests": now["count"] - before["count"],
+            "server_ms_mean": mean_ms(""),
+            "queue_ms_mean": mean_ms("queue_"),
+            "device_ms_mean": mean_ms("device_")}
 
 
 # --------------------------------------------------------------- report --
@@ -332,6 +349,8 @@ def report(out_dir):
                 "client_ms_p50": latency.get("p50"),
                 "client_ms_max": latency.get("max"),
                 "server_ms_mean": server.get("server_ms_mean"),
+                "server_queue_ms_mean": server.get("queue_ms_mean"),
+                "device_ms_mean": server.get("device_ms_mean"),
                 "server_requests": server.get("requests"),
             })
     accuracy_rows = []
@@ -352,14 +371,19 @@ def report(out_dir):
              "```", host, "```", "",
              "Client: sampler-loadgen over loopback, one request at a time; "
              "server: the mean of sampler_request_duration_seconds over the "
-             "same requests (from /metrics, before and after).", "",
+             "same requests (from /metrics, before and after), of which "
+             "the queue wait per job and the device time (kernels) per "
+             "batch.", "",
              "| backend | case | ok | failed | client mean ms | client p50 ms "
-             "| server mean ms |", "|---|---|---|---|---|---|---|"]
+             "| server mean ms | queue ms | device ms |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append("| {} | {} | {} | {} | {} | {} | {} |".format(
+        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             r["backend"], r["case"], fmt(r["requests_ok"], "d"),
             fmt(r["requests_failed"], "d"), fmt(r["client_ms_mean"], ".4g"),
-            fmt(r["client_ms_p50"], ".4g"), fmt(r["server_ms_mean"], ".4g")))
+            fmt(r["client_ms_p50"], ".4g"), fmt(r["server_ms_mean"], ".4g"),
+            fmt(r.get("server_queue_ms_mean"), ".4g"),
+            fmt(r.get("device_ms_mean"), ".4g")))
     lines += ["", "Tails: the first and last {} points of each PMF against "
               "the exact ones (decimal, 50 digits); relative error "
               "|x / exact - 1|. DC-FFT: numpy, pairwise FFT merges level by "
