@@ -26,6 +26,13 @@ void EnumerateSmallBatch<T>::Reset(ProbSpace in, ProbSpace out) {
 }
 
 template <typename T>
+size_t EnumerateSmallBatch<T>::MemoryBytes() const {
+  return problems_.capacity() * sizeof(esi::SmallProblem) +
+         terms_.capacity() * sizeof(terms_[0]) +
+         offsets_.capacity() * sizeof(int64_t);
+}
+
+template <typename T>
 bool EnumerateSmallBatch<T>::Add(absl::Span<const absl::Span<const T>> terms,
                                  absl::Span<const int64_t> offsets) {
   int64_t values = 0;

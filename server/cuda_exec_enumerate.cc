@@ -84,11 +84,14 @@ kc::EnumerateBatchBuilder<T>& ThreadBuilder() {
   return builder;
 }
 
-// The batch's small-problems batch: one per thread and precision, Reset()
-// for each batch, as ThreadBuilder.
+// The batch's small-problems batch: one per thread and precision, kept
+// between batches (and dropped when grown large) as ThreadBuilder's.
 template <typename T>
 kc::EnumerateSmallBatch<T>& ThreadSmallBatch() {
   thread_local kc::EnumerateSmallBatch<T> small;
+  if (small.MemoryBytes() > kKeptBuilderBytes) {
+    small = kc::EnumerateSmallBatch<T>();
+  }
   return small;
 }
 
@@ -157,7 +160,7 @@ absl::StatusOr<double> RunSmall(Batch<EnumerateJob>& batch, CudaSlot& slot,
       });
 }
 
-// The planned tree (enumerate.h's builder) for the problems in `placed`.
+// The planned tree (enumerate.h's builder) for the problems in `to_plan`.
 template <typename T>
 absl::StatusOr<double> RunPlanned(const std::vector<PlacedProblem<T>>& to_plan,
                                   CudaSlot& slot) {

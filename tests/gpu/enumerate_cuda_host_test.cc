@@ -540,6 +540,13 @@ TYPED_TEST(EnumerateCudaHostTest, SmallBatchRoutesAndPacks) {
   const std::vector<T> values(view.values, view.values + 10);
   EXPECT_EQ(values,
             (std::vector<T>{0.5, 0.5, 0.25, 0.5, 0.25, 1, 0.5, 0.5, 0.5, 0.5}));
+
+  // Reset keeps the lists' memory for the next batch.
+  const size_t kept = batch.MemoryBytes();
+  EXPECT_GT(kept, 0u);
+  batch.Reset(ProbSpace::kLinear, ProbSpace::kLinear);
+  EXPECT_EQ(batch.num_problems(), 0);
+  EXPECT_EQ(batch.MemoryBytes(), kept);
 }
 
 }  // namespace

@@ -86,6 +86,9 @@ class EnumerateSmallBatch {
  public:
   // Empties the batch (keeping its memory) for problems of these spaces.
   void Reset(ProbSpace in, ProbSpace out);
+  // The bytes its lists hold (capacity), for a caller that keeps a batch
+  // and drops one grown too large.
+  size_t MemoryBytes() const;
   // Adds a problem (index num_problems() - 1) if it EnumerateSmallFits
   // (false, and nothing added, otherwise): `terms` viewing its values,
   // `offsets` one per term. The spans are kept, not copied, until PackInto,
