@@ -1,6 +1,7 @@
 // The host steps of one Enumerate request on the server (issue 15), timed
-// without a GPU, for the issue's small-problems request: 16,384 problems of
-// 8 terms of 4 points, float32, linear, in the packed and the explicit form.
+// without a GPU, for the issue's requests: 16,384 problems of 8 terms of 4
+// points, float32, linear, in the packed and the explicit form; and Poisson
+// binomials of n = 4,000 and 30,000 terms (packed, float64, log out).
 // Each step is what the server runs for the request, in its order:
 //   decode    the request body into the proto (before the server's clock);
 //   parse     ParseEnumerate: the typed job, validation (before the clock);
@@ -8,7 +9,8 @@
 //   plan      the CUDA backend's planned tree (cuda_exec_enumerate.cc):
 //             Reserve, Add every problem, Finish, PackInto the upload;
 //   small     the small-problems path instead (enumerate_small.h): the
-//             problems' descriptors and values packed into the upload;
+//             problems' descriptors and values packed into the upload
+//             (0 where the problems do not fit it: the Poisson binomials);
 //   unpack    the CUDA backend's copy of the results into the outputs;
 //   cpu       the CPU backend's work (EnumerateCpu per problem, copied into
 //             its output), one thread: divide by the server's cores;
@@ -79,6 +81,25 @@ v1::EnumerateRequest SmallRequest(int problems, int terms, int points,
   return request;
 }
 
+// A Poisson binomial of n terms (1 - p, p) as poisson_binomial.sh sends it:
+// packed, term_length 2, float64, log-space output.
+v1::EnumerateRequest PoissonBinomialRequest(int n) {
+  std::mt19937_64 rng(2);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  v1::EnumerateRequest request;
+  request.set_precision(v1::PRECISION_FLOAT64);
+  request.set_output_space(v1::PROBABILITY_SPACE_LOG);
+  v1::EnumerateProblem* problem = request.add_problems();
+  problem->set_term_length(2);
+  auto* values = problem->mutable_values()->mutable_f64()->mutable_values();
+  for (int t = 0; t < n; ++t) {
+    const double p = u(rng);
+    values->Add(1 - p);
+    values->Add(p);
+  }
+  return request;
+}
+
 struct Steps {
   std::vector<double> decode, parse, bind, plan, small, unpack, cpu, wire;
 };
@@ -111,8 +132,9 @@ void PackSmall(const EnumerateWork<T>& work, kc::EnumerateSmallBatch<T>& small,
                std::vector<unsigned char>& arena) {
   small.Reset(work.input_space, work.output_space);
   for (const EnumerateProblem<T>& problem : work.problems) {
-    small.Add(problem.terms, problem.offsets);
+    small.Add(problem.terms, problem.offsets);  // false: the planned path
   }
+  if (small.num_problems() == 0) return;
   if (arena.size() < small.ArenaBytes()) arena.resize(small.ArenaBytes());
   small.PackInto(arena.data());
 }
@@ -132,14 +154,16 @@ void RunCpu(EnumerateWork<T>& work) {
   }
 }
 
+template <typename T>
 void Time(const char* name, const v1::EnumerateRequest& request, int runs,
           bool print) {
   const std::string body = request.SerializeAsString();
   RequestLimits limits;
-  kc::EnumerateBatchBuilder<float> builder;
-  kc::EnumerateSmallBatch<float> small;
+  limits.max_enumerate_pairs = int64_t{1} << 40;  // as poisson_binomial.sh
+  kc::EnumerateBatchBuilder<T> builder;
+  kc::EnumerateSmallBatch<T> small;
   std::vector<unsigned char> arena, small_arena;
-  std::vector<float> device_out;  // stands for the downloaded results
+  std::vector<T> device_out;  // stands for the downloaded results
   Steps s;
   for (int r = 0; r < runs; ++r) {
     const Clock::time_point t0 = Clock::now();
@@ -153,19 +177,19 @@ void Time(const char* name, const v1::EnumerateRequest& request, int runs,
     auto answer = std::make_shared<v1::EnumerateResponse>();
     BindEnumerate(**job, answer.get());
     const Clock::time_point t3 = Clock::now();
-    auto& work = std::get<EnumerateWork<float>>((*job)->work);
+    auto& work = std::get<EnumerateWork<T>>((*job)->work);
     PlanAsCudaBackend(work, builder, arena);
     const Clock::time_point t4 = Clock::now();
     PackSmall(work, small, small_arena);
     const Clock::time_point t5 = Clock::now();
     if (device_out.size() < static_cast<size_t>(builder.total_out())) {
-      device_out.assign(builder.total_out(), 0.25f);
+      device_out.assign(builder.total_out(), T{0.25});
     }
     for (size_t p = 0; p < work.problems.size(); ++p) {
-      const EnumerateProblem<float>& problem = work.problems[p];
+      const EnumerateProblem<T>& problem = work.problems[p];
       std::memcpy(problem.out.data(),
                   device_out.data() + builder.problems()[p].out_begin,
-                  problem.out.size() * sizeof(float));
+                  problem.out.size() * sizeof(T));
     }
     const Clock::time_point t6 = Clock::now();
     RunCpu(work);
@@ -216,9 +240,16 @@ int main(int argc, char** argv) {
     for (bool packed : {true, false}) {
       const sampler::v1::EnumerateRequest request =
           sampler::server::SmallRequest(problems, 8, 4, packed);
-      sampler::server::Time(
+      sampler::server::Time<float>(
           packed ? "small 8x4 f32 packed" : "small 8x4 f32 explicit", request,
           pass == 0 ? 2 : runs, /*print=*/pass == 1);
+    }
+    for (int n : {4000, 30000}) {
+      const sampler::v1::EnumerateRequest request =
+          sampler::server::PoissonBinomialRequest(n);
+      sampler::server::Time<double>(
+          n == 4000 ? "pb n=4000 f64 log out" : "pb n=30000 f64 log out",
+          request, pass == 0 ? 2 : runs, /*print=*/pass == 1);
     }
   }
   return 0;

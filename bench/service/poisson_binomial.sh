@@ -24,6 +24,12 @@
 #   PB_REQUESTS   timed requests per Poisson-binomial case (3; at most 2 for
 #                 n > 30000, and 1 on the CPU backend for n > 4000)
 #   SMALL_REQUESTS  timed requests per small-problems case (10)
+#   WARMUP_REQUESTS untimed requests before each case's timed ones (8; 1
+#                 for n > 30000 and for the CPU backend's n > 4000): one
+#                 for each of the CUDA backend's workers (4 streams a GPU,
+#                 each its own pinned staging buffers, grown for the largest
+#                 batch it has run, and its own kept planner), so that no
+#                 timed request pays a first batch's allocations
 #   PYTHON        the Python 3 to use (python3)
 set -euo pipefail
 if [ $# -ne 2 ]; then
@@ -39,6 +45,7 @@ pb_sizes=${PB_SIZES:-4000 30000 100000}
 cpu_max_n=${CPU_MAX_N:-30000}
 pb_requests=${PB_REQUESTS:-3}
 small_requests=${SMALL_REQUESTS:-10}
+warmup_requests=${WARMUP_REQUESTS:-8}
 python=${PYTHON:-python3}
 command -v "$python" >/dev/null || {
   echo "poisson_binomial.sh: no $python (set PYTHON)" >&2
@@ -125,13 +132,19 @@ for backend in cpu cuda; do
     requests=$pb_requests
     if [ "$n" -gt 30000 ] && [ "$requests" -gt 2 ]; then requests=2; fi
     if [ "$backend" = cpu ] && [ "$n" -gt 4000 ]; then requests=1; fi
-    timed "$backend" "pb_$n" "$requests" --poisson_binomial "$n" \
-      --precision f64 --output_space log --enumerate_packed
+    warmup=$warmup_requests
+    if [ "$n" -gt 30000 ] || { [ "$backend" = cpu ] && [ "$n" -gt 4000 ]; }; then
+      warmup=1
+    fi
+    for count in "$warmup" "$requests"; do  # the warm-up's files overwritten
+      timed "$backend" "pb_$n" "$count" --poisson_binomial "$n" \
+        --precision f64 --output_space log --enumerate_packed
+    done
   done
   for form in explicit packed; do
     flags=(--problems 16384 --terms 8 --pmf_len 4 --precision f32)
     if [ "$form" = packed ]; then flags+=(--enumerate_packed); fi
-    timed "$backend" "small_$form" 1 "${flags[@]}"  # warm-up
+    timed "$backend" "small_$form" "$warmup_requests" "${flags[@]}"  # warm-up
     timed "$backend" "small_$form" "$small_requests" "${flags[@]}"
   done
   stop_server
