@@ -83,6 +83,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "enumerate_tilt.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/cuda/enumerate_plan.h"
 #include "sampler/kernels/cuda/launch.h"
@@ -833,9 +834,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
 // per level, converted to log (or linear) once, at the root.
 namespace ext {
 
+// The fractional tilt's helpers, shared with the CPU (enumerate_tilt.h).
+namespace tilt = ::sampler::kernels::enumerate_internal;
+
 constexpr int64_t kZeroExponent = -(int64_t{1} << 61);
 constexpr int64_t kNoPair = -(int64_t{1} << 60);
-constexpr int64_t kMaxTilt = int64_t{1} << 30;
 constexpr double kAccurate = 0x1p-900;
 constexpr double kLn2Hi = 6.93147180369123816490e-01;
 constexpr double kLn2Lo = 1.90821492927058770002e-10;
@@ -897,10 +900,15 @@ __device__ __forceinline__ double ToLinear(double m, int64_t e) {
   return ldexp(m, static_cast<int>(e));
 }
 
-// a / b rounded to nearest (b > 0), as on the CPU.
-__device__ __forceinline__ int64_t RoundDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b / 2) / b : -((-a + b / 2) / b);
-}
+// The fractional tilt's factors 2^(-c / 32) (enumerate_tilt.h, the CPU's
+// literals): lane c of a warp holds factor c and hands it out by shuffle.
+static_assert(tilt::kTiltSteps == kWarpSize, "one tilt factor per lane");
+__constant__ double kTiltFactor[tilt::kTiltSteps] =
+    SAMPLER_ENUMERATE_TILT_FACTORS;
+
+// Outputs recomputed by ExactOutput since the last reset (a diagnostic:
+// EnumerateExtendedFallbacks).
+__device__ unsigned long long fallback_count = 0;
 
 }  // namespace ext
 
@@ -953,6 +961,22 @@ __device__ __forceinline__ int64_t LargestPair(const DeviceArgs<T>& args,
   return WarpMaxI64(best);
 }
 
+// The largest exponent of o[lo..hi] tilted by the whole part of a i / 32
+// (enumerate_tilt.h), in every lane.
+template <typename T>
+__device__ __forceinline__ int64_t WindowTop(const DeviceArgs<T>& args,
+                                             const Operand& o, int64_t lo,
+                                             int64_t hi, int64_t a, bool in_log,
+                                             int lane) {
+  int64_t top = std::numeric_limits<int64_t>::min();
+  for (int64_t i = lo + lane; i <= hi; i += kWarpSize) {
+    const int64_t e =
+        ExponentOf(args, o, i, in_log) - ext::tilt::TiltWhole(a * i);
+    top = e > top ? e : top;
+  }
+  return WarpMaxI64(top);
+}
+
 // Output k on its own, by the whole warp (the CPU's ExactOutput): every pair
 // scaled by the largest (at least 1/4 after scaling), each lane's pairs
 // summed in ascending j, the lanes' sums by a butterfly.
@@ -989,12 +1013,18 @@ __device__ __forceinline__ void ExactOutput(const DeviceArgs<T>& args,
 // j = jc + m + G t at step t, as in the log kernel's shape. The CPU's tile
 // scheme (enumerate_cpu_convolve.h): both operands' windows tilted by
 // 2^(-sigma i), sigma the secant slope of the tile's first and last outputs'
-// largest pair exponents, scaled so that their largest value is below 1, and
-// staged as plain doubles; then a plain FMA loop (block sums of kBlock steps
-// into a lane total, a butterfly over the members). An output whose scaled
-// sum is at least 2^-900 is within (kBlock + J / (kBlock G) + log2 G + 2)
-// roundings of its exact value (J its pairs); any other is recomputed on its
-// own by the warp (ExactOutput). Nodes stay extended in scratch; the root
+// largest pair exponents in whole bits, or in 1/32 bits where whole bits
+// would leave the outputs far below the tile's scale (enumerate_tilt.h: the
+// fraction a table multiply, its factors held one per lane and read by
+// shuffle), scaled so that their largest value is below 1, and staged as
+// plain doubles; then a plain FMA loop (block sums of kBlock steps into a
+// lane total, a butterfly over the members), and each output un-tilted. An
+// output whose scaled sum is at least 2^-900 is within (kBlock + J / (kBlock
+// G) + log2 G + 8) roundings of its exact value (J its pairs; six of them
+// the fractional tilt's: two table entries and two multiplies in the
+// product, one entry and one multiply in the un-tilt); any other is
+// recomputed on its own by the warp (ExactOutput, counted for
+// EnumerateExtendedFallbacks). Nodes stay extended in scratch; the root
 // writes log (or linear) values, one conversion.
 // Shared memory of one warp of the extended kernel: the log kernel's x
 // chunk, and the window of y for TW outputs.
@@ -1018,6 +1048,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
   const int group = lane % NG;
   double* const xs = WarpSharedDoubles(ExtendedWarpElems<G>());
   double* const ys = xs + S::XS;
+  // Factor `lane` of the fractional tilt (enumerate_tilt.h); tilt_factor(c)
+  // below is a shuffle, so every lane of the warp must call it together.
+  const double lane_tilt_factor = ext::kTiltFactor[lane];
+  auto tilt_factor = [&](int c) {
+    return __shfl_sync(kFullMask, lane_tilt_factor, c);
+  };
 
   ForEachWarpTask(
       args, threadIdx.x / kWarpSize, [&](const StepProblem& sp, int64_t tile) {
@@ -1028,34 +1064,45 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
         const int64_t k0 = g.k0, jlo = g.jlo, jhi = g.jhi;
         const int64_t kt = g.K - k0 < TW ? g.K - k0 : TW;
 
-        // The tilt, and each window's largest tilted exponent.
-        int64_t sigma = 0;
-        if (kt > 1) {
-          const int64_t first = LargestPair(args, xo, yo, k0, in_log, lane);
-          const int64_t last =
-              LargestPair(args, xo, yo, k0 + kt - 1, in_log, lane);
-          if (first >= ext::kNoPair && last >= ext::kNoPair) {
-            sigma = ext::RoundDiv(last - first, kt - 1);
-            sigma = sigma < -ext::kMaxTilt  ? -ext::kMaxTilt
-                    : sigma > ext::kMaxTilt ? ext::kMaxTilt
-                                            : sigma;
-          }
-        }
+        // The tilt, sigma = a / 32 bits per index (enumerate_tilt.h): whole
+        // bits unless that leaves a wide gap, as on the CPU; and each
+        // window's largest exponent tilted by the tilt's whole part.
+        const int64_t first = kt > 1
+                                  ? LargestPair(args, xo, yo, k0, in_log, lane)
+                                  : ext::kNoPair - 1;
+        const int64_t last =
+            kt > 1 ? LargestPair(args, xo, yo, k0 + kt - 1, in_log, lane)
+                   : ext::kNoPair - 1;
+        const bool has_slope = first >= ext::kNoPair && last >= ext::kNoPair;
+        int64_t a =
+            has_slope ? ext::tilt::WholeTiltNumerator(first, last, kt) : 0;
         const int64_t ilo = k0 - jhi > 0 ? k0 - jhi : 0;
         const int64_t ihi =
             k0 + kt - 1 - jlo < LY - 1 ? k0 + kt - 1 - jlo : LY - 1;
-        int64_t ex = std::numeric_limits<int64_t>::min();
-        for (int64_t j = jlo + lane; j <= jhi; j += kWarpSize) {
-          const int64_t e = ExponentOf(args, xo, j, in_log) - sigma * j;
-          ex = e > ex ? e : ex;
+        int64_t ex = 0, ey = 0;
+        auto window_tops = [&] {
+          ex = WindowTop(args, xo, jlo, jhi, a, in_log, lane);
+          ey = WindowTop(args, yo, ilo, ihi, a, in_log, lane);
+        };
+        window_tops();
+        if (has_slope && ext::tilt::NeedsFractionalTilt(
+                             ex, ey, first, last, k0, kt, a)) {  // warp-uniform
+          a = ext::tilt::FractionalTiltNumerator(first, last, kt);
+          window_tops();
         }
-        ex = WarpMaxI64(ex);
-        int64_t ey = std::numeric_limits<int64_t>::min();
-        for (int64_t i = ilo + lane; i <= ihi; i += kWarpSize) {
-          const int64_t e = ExponentOf(args, yo, i, in_log) - sigma * i;
-          ey = e > ey ? e : ey;
-        }
-        ey = WarpMaxI64(ey);
+        // Element idx of an operand tilted by a idx / 32 and scaled by
+        // 2^-top: the whole part exactly, the fraction a table multiply
+        // (zero where `in` is false). Called by the whole warp together.
+        auto tilted = [&](const Operand& o, int64_t idx, bool in, int64_t top) {
+          double m = 0.0;
+          int64_t e = 0;
+          if (in) LoadExtended(args, o, idx, in_log, &m, &e);
+          const int64_t ai = a * idx;
+          const double f = tilt_factor(ext::tilt::TiltFraction(ai));
+          return in ? __dmul_rn(
+                          ext::Scale(m, e - ext::tilt::TiltWhole(ai) - top), f)
+                    : 0.0;
+        };
 
         // The tilted, scaled windows as plain doubles in [0, 1), chunk by
         // chunk; a lane's R sums in block sums of at most kBlock steps.
@@ -1067,29 +1114,21 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           const int steps = rest >= kSteps ? kSteps : static_cast<int>(rest);
           const int span = G * steps;
           __syncwarp();
-          for (int i = lane; i < span; i += kWarpSize) {
+          // Warp-uniform trip counts: tilted() shuffles.
+          for (int i0 = 0; i0 < span; i0 += kWarpSize) {
+            const int i = i0 + lane;
             const int64_t j = jc + i;
-            double v = 0.0;
-            if (j <= jhi) {
-              double m;
-              int64_t e;
-              LoadExtended(args, xo, j, in_log, &m, &e);
-              v = ext::Scale(m, e - sigma * j - ex);
-            }
-            xs[(i % G) * S::XROW + i / G] = v;
+            const double v = tilted(xo, j, i < span && j <= jhi, ex);
+            if (i < span) xs[(i % G) * S::XROW + i / G] = v;
           }
           // y index of ys[0]: output k0 - pair jc + span - 1.
           const int64_t ybase = k0 - jc - span + 1;
-          for (int i = lane; i < TW + span - 1; i += kWarpSize) {
+          for (int i0 = 0; i0 < TW + span - 1; i0 += kWarpSize) {
+            const int i = i0 + lane;
             const int64_t yi = ybase + i;
-            double v = 0.0;
-            if (yi >= ilo && yi <= ihi) {
-              double m;
-              int64_t e;
-              LoadExtended(args, yo, yi, in_log, &m, &e);
-              v = ext::Scale(m, e - sigma * yi - ey);
-            }
-            ys[i] = v;
+            const double v =
+                tilted(yo, yi, i < TW + span - 1 && yi >= ilo && yi <= ihi, ey);
+            if (i < TW + span - 1) ys[i] = v;
           }
           __syncwarp();
           const double* const xp = xs + member * S::XROW;
@@ -1118,20 +1157,27 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           total[i] = WarpButterfly<ButterflyOrder::kLowToHigh, kWarpSize, NG>(
               total[i], WarpPlus<double>());
         }
-        // The tile's outputs in shared memory: mantissas, then exponents.
+        // The tile's outputs in shared memory: mantissas, then exponents;
+        // un-tilted by 2^(a k / 32): the whole part into the exponent, the
+        // fraction c as 2^(c / 32) = 2 * factor (32 - c) (every lane: the
+        // factor is a shuffle).
         double* const out_m = xs;
         int64_t* const out_e = reinterpret_cast<int64_t*>(xs + TW);
         __syncwarp();
-        if (member == 0) {
 #pragma unroll
-          for (int i = 0; i < R; ++i) {
-            const double s = total[i];
-            int ee = 0;
-            out_m[group * R + i] = frexp(s, &ee);
-            out_e[group * R + i] =
-                s >= ext::kAccurate
-                    ? ex + ey + sigma * (k0 + group * R + i) + ee
-                    : ext::kNoPair;  // recomputed below
+        for (int i = 0; i < R; ++i) {
+          const double s = total[i];
+          const int64_t ak = a * (k0 + group * R + i);
+          const int c = ext::tilt::TiltFraction(ak);
+          const double up = tilt_factor((ext::tilt::kTiltSteps - c) &
+                                        (ext::tilt::kTiltSteps - 1));
+          int ee = 0;
+          const double m = frexp(c == 0 ? s : __dmul_rn(s, 2.0 * up), &ee);
+          if (member == 0) {
+            out_m[group * R + i] = m;
+            out_e[group * R + i] = s >= ext::kAccurate
+                                       ? ex + ey + ext::tilt::TiltWhole(ak) + ee
+                                       : ext::kNoPair;  // recomputed below
           }
         }
         __syncwarp();
@@ -1144,6 +1190,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           if (lane == 0) {
             out_m[t] = m;
             out_e[t] = e;
+            atomicAdd(&ext::fallback_count, 1ULL);
           }
           __syncwarp();
         }
@@ -1479,6 +1526,22 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> EnumerateExtendedFallbacks() {
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  unsigned long long count = 0;
+  SAMPLER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyFromSymbol(&count, ext::fallback_count, sizeof(count)));
+  return static_cast<uint64_t>(count);
+}
+
+absl::Status ResetEnumerateExtendedFallbacks() {
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  const unsigned long long zero = 0;
+  SAMPLER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyToSymbol(ext::fallback_count, &zero, sizeof(zero)));
   return absl::OkStatus();
 }
 
