@@ -1091,17 +1091,19 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           window_tops();
         }
         // Element idx of an operand tilted by a idx / 32 and scaled by
-        // 2^-top: the whole part exactly, the fraction a table multiply
-        // (zero where `in` is false). Called by the whole warp together.
+        // 2^-top: the whole part exactly, the fraction (if the tilt has one:
+        // warp-uniform) a table multiply; zero where `in` is false. Called
+        // by the whole warp together.
+        const bool fractional = ext::tilt::TiltFraction(a) != 0;
         auto tilted = [&](const Operand& o, int64_t idx, bool in, int64_t top) {
           double m = 0.0;
           int64_t e = 0;
           if (in) LoadExtended(args, o, idx, in_log, &m, &e);
           const int64_t ai = a * idx;
-          const double f = tilt_factor(ext::tilt::TiltFraction(ai));
-          return in ? __dmul_rn(
-                          ext::Scale(m, e - ext::tilt::TiltWhole(ai) - top), f)
-                    : 0.0;
+          const double v =
+              in ? ext::Scale(m, e - ext::tilt::TiltWhole(ai) - top) : 0.0;
+          if (!fractional) return v;
+          return __dmul_rn(v, tilt_factor(ext::tilt::TiltFraction(ai)));
         };
 
         // The tilted, scaled windows as plain doubles in [0, 1), chunk by
@@ -1169,8 +1171,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           const double s = total[i];
           const int64_t ak = a * (k0 + group * R + i);
           const int c = ext::tilt::TiltFraction(ak);
-          const double up = tilt_factor((ext::tilt::kTiltSteps - c) &
-                                        (ext::tilt::kTiltSteps - 1));
+          const double up = fractional
+                                ? tilt_factor((ext::tilt::kTiltSteps - c) &
+                                              (ext::tilt::kTiltSteps - 1))
+                                : 1.0;
           int ee = 0;
           const double m = frexp(c == 0 ? s : __dmul_rn(s, 2.0 * up), &ee);
           if (member == 0) {
