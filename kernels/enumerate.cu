@@ -953,6 +953,9 @@ __device__ __forceinline__ int64_t LargestPair(const DeviceArgs<T>& args,
   const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
   const int64_t hi = k < x.len - 1 ? k : x.len - 1;
   int64_t best = std::numeric_limits<int64_t>::min();
+  // Unrolled so that several loads are in flight: a level with few warps
+  // (the top of a tree of a few thousand terms) waits on their latency.
+#pragma unroll 4
   for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
     const int64_t e =
         ExponentOf(args, x, j, in_log) + ExponentOf(args, y, k - j, in_log);
@@ -969,6 +972,7 @@ __device__ __forceinline__ int64_t WindowTop(const DeviceArgs<T>& args,
                                              int64_t hi, int64_t a, bool in_log,
                                              int lane) {
   int64_t top = std::numeric_limits<int64_t>::min();
+#pragma unroll 4  // loads in flight together, as in LargestPair
   for (int64_t i = lo + lane; i <= hi; i += kWarpSize) {
     const int64_t e =
         ExponentOf(args, o, i, in_log) - ext::tilt::TiltWhole(a * i);
@@ -1116,7 +1120,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           const int steps = rest >= kSteps ? kSteps : static_cast<int>(rest);
           const int span = G * steps;
           __syncwarp();
-          // Warp-uniform trip counts: tilted() shuffles.
+      // Warp-uniform trip counts: tilted() shuffles. Unrolled for loads
+      // in flight together, as in LargestPair.
+#pragma unroll 4
           for (int i0 = 0; i0 < span; i0 += kWarpSize) {
             const int i = i0 + lane;
             const int64_t j = jc + i;
@@ -1125,6 +1131,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           }
           // y index of ys[0]: output k0 - pair jc + span - 1.
           const int64_t ybase = k0 - jc - span + 1;
+#pragma unroll 4
           for (int i0 = 0; i0 < TW + span - 1; i0 += kWarpSize) {
             const int i = i0 + lane;
             const int64_t yi = ybase + i;
