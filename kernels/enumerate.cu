@@ -913,13 +913,15 @@ __device__ unsigned long long fallback_count = 0;
 }  // namespace ext
 
 // Element i of an operand in extended form: a node of scratch (already
-// extended) or a term value, converted.
-template <typename T>
+// extended) or a term value, converted. kNode: the caller knows that o is a
+// node, so there is no branch (loops over nodes then keep their unrolled
+// loads together).
+template <bool kNode = false, typename T>
 __device__ __forceinline__ void LoadExtended(const DeviceArgs<T>& args,
                                              const Operand& o, int64_t i,
                                              bool in_log, double* m,
                                              int64_t* e) {
-  if (o.scratch) {
+  if (kNode || o.scratch) {
     const double* const p = args.scratch + (o.base + 2 * i);
     *m = p[0];
     *e = __double_as_longlong(p[1]);
@@ -929,13 +931,13 @@ __device__ __forceinline__ void LoadExtended(const DeviceArgs<T>& args,
                  m, e);
 }
 
-template <typename T>
+template <bool kNode = false, typename T>
 __device__ __forceinline__ int64_t ExponentOf(const DeviceArgs<T>& args,
                                               const Operand& o, int64_t i,
                                               bool in_log) {
   double m;
   int64_t e;
-  LoadExtended(args, o, i, in_log, &m, &e);
+  LoadExtended<kNode>(args, o, i, in_log, &m, &e);
   return e;
 }
 
@@ -944,41 +946,59 @@ __device__ __forceinline__ int64_t WarpMaxI64(int64_t v) {
 }
 
 // The largest pair exponent of output k of x (*) y, in every lane (below
-// ext::kNoPair: no pair of non-zero values).
+// ext::kNoPair: no pair of non-zero values). Unrolled, and without the
+// node-or-term branch where both operands are nodes (the upper levels), so
+// that several loads are in flight: a level with few warps (the top of a
+// tree of a few thousand terms, about 100) waits on their latency.
+template <bool kNodes, typename T>
+__device__ __forceinline__ int64_t LargestPairOf(const DeviceArgs<T>& args,
+                                                 const Operand& x,
+                                                 const Operand& y, int64_t k,
+                                                 bool in_log, int lane) {
+  const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
+  const int64_t hi = k < x.len - 1 ? k : x.len - 1;
+  int64_t best = std::numeric_limits<int64_t>::min();
+#pragma unroll 4
+  for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
+    const int64_t e = ExponentOf<kNodes>(args, x, j, in_log) +
+                      ExponentOf<kNodes>(args, y, k - j, in_log);
+    best = e > best ? e : best;
+  }
+  return WarpMaxI64(best);
+}
 template <typename T>
 __device__ __forceinline__ int64_t LargestPair(const DeviceArgs<T>& args,
                                                const Operand& x,
                                                const Operand& y, int64_t k,
                                                bool in_log, int lane) {
-  const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
-  const int64_t hi = k < x.len - 1 ? k : x.len - 1;
-  int64_t best = std::numeric_limits<int64_t>::min();
-  // Unrolled so that several loads are in flight: a level with few warps
-  // (the top of a tree of a few thousand terms) waits on their latency.
-#pragma unroll 4
-  for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
-    const int64_t e =
-        ExponentOf(args, x, j, in_log) + ExponentOf(args, y, k - j, in_log);
-    best = e > best ? e : best;
-  }
-  return WarpMaxI64(best);
+  return x.scratch && y.scratch
+             ? LargestPairOf<true>(args, x, y, k, in_log, lane)
+             : LargestPairOf<false>(args, x, y, k, in_log, lane);
 }
 
 // The largest exponent of o[lo..hi] tilted by the whole part of a i / 32
-// (enumerate_tilt.h), in every lane.
+// (enumerate_tilt.h), in every lane; unrolled as LargestPair.
+template <bool kNode, typename T>
+__device__ __forceinline__ int64_t WindowTopOf(const DeviceArgs<T>& args,
+                                               const Operand& o, int64_t lo,
+                                               int64_t hi, int64_t a,
+                                               bool in_log, int lane) {
+  int64_t top = std::numeric_limits<int64_t>::min();
+#pragma unroll 4
+  for (int64_t i = lo + lane; i <= hi; i += kWarpSize) {
+    const int64_t e =
+        ExponentOf<kNode>(args, o, i, in_log) - ext::tilt::TiltWhole(a * i);
+    top = e > top ? e : top;
+  }
+  return WarpMaxI64(top);
+}
 template <typename T>
 __device__ __forceinline__ int64_t WindowTop(const DeviceArgs<T>& args,
                                              const Operand& o, int64_t lo,
                                              int64_t hi, int64_t a, bool in_log,
                                              int lane) {
-  int64_t top = std::numeric_limits<int64_t>::min();
-#pragma unroll 4  // loads in flight together, as in LargestPair
-  for (int64_t i = lo + lane; i <= hi; i += kWarpSize) {
-    const int64_t e =
-        ExponentOf(args, o, i, in_log) - ext::tilt::TiltWhole(a * i);
-    top = e > top ? e : top;
-  }
-  return WarpMaxI64(top);
+  return o.scratch ? WindowTopOf<true>(args, o, lo, hi, a, in_log, lane)
+                   : WindowTopOf<false>(args, o, lo, hi, a, in_log, lane);
 }
 
 // Output k on its own, by the whole warp (the CPU's ExactOutput): every pair
@@ -1097,12 +1117,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
         // Element idx of an operand tilted by a idx / 32 and scaled by
         // 2^-top: the whole part exactly, the fraction (if the tilt has one:
         // warp-uniform) a table multiply; zero where `in` is false. Called
-        // by the whole warp together.
+        // by the whole warp together. `node` (std::true_type): o is a node,
+        // read at a clamped index whether `in` or not, so that there is no
+        // branch between the unrolled loops' loads.
         const bool fractional = ext::tilt::TiltFraction(a) != 0;
-        auto tilted = [&](const Operand& o, int64_t idx, bool in, int64_t top) {
+        auto tilted = [&](auto node, const Operand& o, int64_t idx, bool in,
+                          int64_t top) {
           double m = 0.0;
           int64_t e = 0;
-          if (in) LoadExtended(args, o, idx, in_log, &m, &e);
+          if constexpr (decltype(node)::value) {
+            const int64_t at = idx < 0 ? 0 : idx < o.len ? idx : o.len - 1;
+            LoadExtended<true>(args, o, at, in_log, &m, &e);
+          } else if (in) {
+            LoadExtended(args, o, idx, in_log, &m, &e);
+          }
           const int64_t ai = a * idx;
           const double v =
               in ? ext::Scale(m, e - ext::tilt::TiltWhole(ai) - top) : 0.0;
@@ -1120,24 +1148,40 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           const int steps = rest >= kSteps ? kSteps : static_cast<int>(rest);
           const int span = G * steps;
           __syncwarp();
-      // Warp-uniform trip counts: tilted() shuffles. Unrolled for loads
-      // in flight together, as in LargestPair.
+          // Warp-uniform trip counts: tilted() shuffles. Unrolled, and
+          // for nodes branch-free, for loads in flight together (as in
+          // LargestPair).
+          auto stage_x = [&](auto node) {
 #pragma unroll 4
-          for (int i0 = 0; i0 < span; i0 += kWarpSize) {
-            const int i = i0 + lane;
-            const int64_t j = jc + i;
-            const double v = tilted(xo, j, i < span && j <= jhi, ex);
-            if (i < span) xs[(i % G) * S::XROW + i / G] = v;
-          }
+            for (int i0 = 0; i0 < span; i0 += kWarpSize) {
+              const int i = i0 + lane;
+              const int64_t j = jc + i;
+              const double v = tilted(node, xo, j, i < span && j <= jhi, ex);
+              if (i < span) xs[(i % G) * S::XROW + i / G] = v;
+            }
+          };
           // y index of ys[0]: output k0 - pair jc + span - 1.
           const int64_t ybase = k0 - jc - span + 1;
+          auto stage_y = [&](auto node) {
 #pragma unroll 4
-          for (int i0 = 0; i0 < TW + span - 1; i0 += kWarpSize) {
-            const int i = i0 + lane;
-            const int64_t yi = ybase + i;
-            const double v =
-                tilted(yo, yi, i < TW + span - 1 && yi >= ilo && yi <= ihi, ey);
-            if (i < TW + span - 1) ys[i] = v;
+            for (int i0 = 0; i0 < TW + span - 1; i0 += kWarpSize) {
+              const int i = i0 + lane;
+              const int64_t yi = ybase + i;
+              const double v =
+                  tilted(node, yo, yi,
+                         i < TW + span - 1 && yi >= ilo && yi <= ihi, ey);
+              if (i < TW + span - 1) ys[i] = v;
+            }
+          };
+          if (xo.scratch) {
+            stage_x(std::true_type{});
+          } else {
+            stage_x(std::false_type{});
+          }
+          if (yo.scratch) {
+            stage_y(std::true_type{});
+          } else {
+            stage_y(std::false_type{});
           }
           __syncwarp();
           const double* const xp = xs + member * S::XROW;
