@@ -24,6 +24,7 @@
 #define SAMPLER_KERNELS_ENUMERATE_TILT_H_
 
 #include <cstdint>
+#include <limits>
 
 namespace sampler::kernels::enumerate_internal {
 
@@ -100,7 +101,13 @@ constexpr int TiltFraction(int64_t ai) {
 // across the tile where the log-PMF is concave, so the ends bound it): then
 // the tile's outputs would sit near or past the 2^-900 that a tile's plain
 // double sum resolves, and it takes the fractional tilt instead.
+#ifndef SAMPLER_ENUMERATE_WHOLE_BIT_TILT
 inline constexpr int64_t kTiltGapLimit = 512;
+#else
+// Test-only (tests/CMakeLists.txt, enumerate_convolve_whole_tilt_test): the
+// whole-bit tilt alone, as before the fraction, to show what it costs.
+inline constexpr int64_t kTiltGapLimit = std::numeric_limits<int64_t>::max();
+#endif
 constexpr bool NeedsFractionalTilt(int64_t ex, int64_t ey, int64_t first,
                                    int64_t last, int64_t k0, int64_t kt,
                                    int64_t a) {
