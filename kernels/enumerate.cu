@@ -1114,28 +1114,58 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           a = ext::tilt::FractionalTiltNumerator(first, last, kt);
           window_tops();
         }
-        // Element idx of an operand tilted by a idx / 32 and scaled by
+        // Staging: elements [first, first + count) of an operand (those in
+        // [lo, hi], zero elsewhere) tilted by a idx / 32 and scaled by
         // 2^-top: the whole part exactly, the fraction (if the tilt has one:
-        // warp-uniform) a table multiply; zero where `in` is false. Called
-        // by the whole warp together. `node` (std::true_type): o is a node,
-        // read at a clamped index whether `in` or not, so that there is no
-        // branch between the unrolled loops' loads.
+        // warp-uniform) a table multiply; element first + i to store(i, v).
+        // kStageBatch elements a lane at a time, their loads first: for a
+        // node (o in scratch) at clamped indices, so without a branch and in
+        // flight together (a level with few warps waits on their latency).
+        // Warp-uniform trip counts: the fraction's factor is a shuffle.
         const bool fractional = ext::tilt::TiltFraction(a) != 0;
-        auto tilted = [&](auto node, const Operand& o, int64_t idx, bool in,
-                          int64_t top) {
-          double m = 0.0;
-          int64_t e = 0;
-          if constexpr (decltype(node)::value) {
-            const int64_t at = idx < 0 ? 0 : idx < o.len ? idx : o.len - 1;
-            LoadExtended<true>(args, o, at, in_log, &m, &e);
-          } else if (in) {
-            LoadExtended(args, o, idx, in_log, &m, &e);
+        auto stage = [&](const Operand& o, int count, int64_t first, int64_t lo,
+                         int64_t hi, int64_t top, auto store) {
+          constexpr int kStageBatch = 4;
+          auto run = [&](auto node) {
+            for (int i0 = 0; i0 < count; i0 += kStageBatch * kWarpSize) {
+              double m[kStageBatch];
+              int64_t e[kStageBatch];
+#pragma unroll
+              for (int u = 0; u < kStageBatch; ++u) {
+                const int64_t idx = first + i0 + u * kWarpSize + lane;
+                m[u] = 0.0;
+                e[u] = 0;
+                if constexpr (decltype(node)::value) {
+                  const int64_t at = idx < 0       ? 0
+                                     : idx < o.len ? idx
+                                                   : o.len - 1;
+                  LoadExtended<true>(args, o, at, in_log, &m[u], &e[u]);
+                } else if (idx >= lo && idx <= hi) {
+                  LoadExtended(args, o, idx, in_log, &m[u], &e[u]);
+                }
+              }
+#pragma unroll
+              for (int u = 0; u < kStageBatch; ++u) {
+                const int i = i0 + u * kWarpSize + lane;
+                const int64_t idx = first + i;
+                const int64_t ai = a * idx;
+                double v =
+                    i < count && idx >= lo && idx <= hi
+                        ? ext::Scale(m[u],
+                                     e[u] - ext::tilt::TiltWhole(ai) - top)
+                        : 0.0;
+                if (fractional) {
+                  v = __dmul_rn(v, tilt_factor(ext::tilt::TiltFraction(ai)));
+                }
+                if (i < count) store(i, v);
+              }
+            }
+          };
+          if (o.scratch) {
+            run(std::true_type{});
+          } else {
+            run(std::false_type{});
           }
-          const int64_t ai = a * idx;
-          const double v =
-              in ? ext::Scale(m, e - ext::tilt::TiltWhole(ai) - top) : 0.0;
-          if (!fractional) return v;
-          return __dmul_rn(v, tilt_factor(ext::tilt::TiltFraction(ai)));
         };
 
         // The tilted, scaled windows as plain doubles in [0, 1), chunk by
@@ -1148,41 +1178,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           const int steps = rest >= kSteps ? kSteps : static_cast<int>(rest);
           const int span = G * steps;
           __syncwarp();
-          // Warp-uniform trip counts: tilted() shuffles. Unrolled, and
-          // for nodes branch-free, for loads in flight together (as in
-          // LargestPair).
-          auto stage_x = [&](auto node) {
-#pragma unroll 4
-            for (int i0 = 0; i0 < span; i0 += kWarpSize) {
-              const int i = i0 + lane;
-              const int64_t j = jc + i;
-              const double v = tilted(node, xo, j, i < span && j <= jhi, ex);
-              if (i < span) xs[(i % G) * S::XROW + i / G] = v;
-            }
-          };
+          stage(xo, span, jc, jlo, jhi, ex,
+                [&](int i, double v) { xs[(i % G) * S::XROW + i / G] = v; });
           // y index of ys[0]: output k0 - pair jc + span - 1.
-          const int64_t ybase = k0 - jc - span + 1;
-          auto stage_y = [&](auto node) {
-#pragma unroll 4
-            for (int i0 = 0; i0 < TW + span - 1; i0 += kWarpSize) {
-              const int i = i0 + lane;
-              const int64_t yi = ybase + i;
-              const double v =
-                  tilted(node, yo, yi,
-                         i < TW + span - 1 && yi >= ilo && yi <= ihi, ey);
-              if (i < TW + span - 1) ys[i] = v;
-            }
-          };
-          if (xo.scratch) {
-            stage_x(std::true_type{});
-          } else {
-            stage_x(std::false_type{});
-          }
-          if (yo.scratch) {
-            stage_y(std::true_type{});
-          } else {
-            stage_y(std::false_type{});
-          }
+          stage(yo, TW + span - 1, k0 - jc - span + 1, ilo, ihi, ey,
+                [&](int i, double v) { ys[i] = v; });
           __syncwarp();
           const double* const xp = xs + member * S::XROW;
           // Output g R + i, pair jc + member + G t: y at ys[g R + i - member -
