@@ -1031,6 +1031,49 @@ __device__ __forceinline__ void ExactOutput(const DeviceArgs<T>& args,
   *e = largest + ee;
 }
 
+// Output k on its own by one lane, for operands short enough
+// (kLaneExactPairs) that a lane's serial passes (unrolled; for nodes without
+// a branch, so their loads are in flight together) cost less than the
+// warp's passes and butterflies per output once a few outputs of a tile
+// fall back: where the tails of the lower levels' nodes bend by more than a
+// tile resolves, most of a tile does, and the warp then takes 32 of them at
+// a time. The same scaling as ExactOutput, the pairs summed in ascending j:
+// at most J + 2 <= 34 roundings, inside the tile's bound.
+constexpr int64_t kLaneExactPairs = 32;
+template <bool kNodes, typename T>
+__device__ __forceinline__ void LaneExactOutput(const DeviceArgs<T>& args,
+                                                const Operand& x,
+                                                const Operand& y, int64_t k,
+                                                bool in_log, double* m,
+                                                int64_t* e) {
+  const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
+  const int64_t hi = k < x.len - 1 ? k : x.len - 1;
+  int64_t largest = std::numeric_limits<int64_t>::min();
+#pragma unroll 4
+  for (int64_t j = lo; j <= hi; ++j) {
+    const int64_t p = ExponentOf<kNodes>(args, x, j, in_log) +
+                      ExponentOf<kNodes>(args, y, k - j, in_log);
+    largest = p > largest ? p : largest;
+  }
+  if (largest < ext::kNoPair) {
+    *m = 0.0;
+    *e = ext::kZeroExponent;
+    return;
+  }
+  double s = 0.0;
+#pragma unroll 4
+  for (int64_t j = lo; j <= hi; ++j) {
+    double mx, my;
+    int64_t ex, ey;
+    LoadExtended<kNodes>(args, x, j, in_log, &mx, &ex);
+    LoadExtended<kNodes>(args, y, k - j, in_log, &my, &ey);
+    s = __dadd_rn(s, ext::Scale(__dmul_rn(mx, my), ex + ey - largest));
+  }
+  int ee = 0;
+  *m = frexp(s, &ee);
+  *e = largest + ee;
+}
+
 // The extended-range pair convolution (LaunchKind::kExtended). A warp
 // takes a tile of TW = NG * R outputs [k0, k0 + TW): NG groups of G
 // members, group g owning outputs k0 + g R + i (i < R), member m taking
@@ -1047,9 +1090,11 @@ __device__ __forceinline__ void ExactOutput(const DeviceArgs<T>& args,
 // G) + log2 G + 8) roundings of its exact value (J its pairs; six of them
 // the fractional tilt's: two table entries and two multiplies in the
 // product, one entry and one multiply in the un-tilt); any other is
-// recomputed on its own by the warp (ExactOutput, counted for
-// EnumerateExtendedFallbacks). Nodes stay extended in scratch; the root
-// writes log (or linear) values, one conversion.
+// recomputed on its own by the warp (ExactOutput), or by a lane where the
+// pairs are few and several outputs fall back (LaneExactOutput); both
+// counted for EnumerateExtendedFallbacks. Nodes stay extended in scratch; the
+// root writes log (or linear) values, one conversion.
+
 // Shared memory of one warp of the extended kernel: the log kernel's x
 // chunk, and the window of y for TW outputs.
 template <int G>
@@ -1236,6 +1281,33 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           }
         }
         __syncwarp();
+        // Fallbacks: by lanes where the pairs are few (x the shorter) and at
+        // least kLaneExactPairs / 8 outputs fall back (about where the
+        // lanes' cost, J / 4 load latencies, meets the warp's, 2 and two
+        // butterflies an output), else by the warp, one at a time.
+        int fallbacks = 0;
+        for (int t0 = 0; t0 < kt; t0 += kWarpSize) {
+          const int t = t0 + lane;
+          fallbacks += __popc(
+              __ballot_sync(kFullMask, t < kt && out_e[t] == ext::kNoPair));
+        }
+        if (xo.len <= kLaneExactPairs &&
+            fallbacks >= kLaneExactPairs / 8) {  // warp-uniform
+          const bool nodes = xo.scratch && yo.scratch;
+          for (int t = lane; t < kt; t += kWarpSize) {
+            if (out_e[t] != ext::kNoPair) continue;
+            if (nodes) {
+              LaneExactOutput<true>(args, xo, yo, k0 + t, in_log, &out_m[t],
+                                    &out_e[t]);
+            } else {
+              LaneExactOutput<false>(args, xo, yo, k0 + t, in_log, &out_m[t],
+                                     &out_e[t]);
+            }
+            atomicAdd(&ext::fallback_count, 1ULL);
+          }
+          __syncwarp();
+        }
+        // (None left where the lanes took them.)
         for (int t = 0; t < kt; ++t) {
           if (out_e[t] != ext::kNoPair) continue;  // warp-uniform
           double m;
