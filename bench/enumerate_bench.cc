@@ -7,6 +7,13 @@
 // variant's first problems are checked against EnumerateCpu before timing.
 //
 //   enumerate_bench [--quick] [--json=PATH]
+//   enumerate_bench --pb=N[,N...]
+//
+// --pb: issue 15's single large problem instead, a Poisson binomial of N
+// Bernoulli terms (float64, linear in, log out, as in
+// bench/service/poisson_binomial.sh), LaunchEnumerate alone (the device
+// part of the server's time), with the extended kernel's fallback count
+// (EnumerateExtendedFallbacks) per run.
 //
 // Columns: Mpairs/s (problems per second), useful GFMA/s (m * n products per
 // problem), GB/s of the ideal traffic (inputs read once, outputs written
@@ -31,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/cuda/staging.h"
@@ -245,20 +253,78 @@ bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch) {
   return r >= 9 && g <= 4;
 }
 
+// --pb: one Poisson binomial of n terms (q as in the GPU test: log10 q
+// uniform in [-300, 0) for a third of the terms, uniform in (0, 1) for the
+// rest), median of 15 timed launches after one warm-up.
+void RunPoissonBinomial(int n, Stager& stager) {
+  const cudaStream_t stream = stager.stream.get();
+  std::mt19937_64 rng(15 + n);
+  std::vector<std::vector<double>> values(n);
+  std::vector<PmfTerm<double>> terms;
+  for (int t = 0; t < n; ++t) {
+    const double u = (static_cast<double>(rng() >> 11) + 0.5) * 0x1p-53;
+    const double q =
+        std::max(t % 3 == 0 ? std::pow(10.0, -300 * u) : u, 1e-300);
+    values[t] = {1 - q, q};
+    terms.push_back({0, values[t]});
+  }
+  EnumerateBatchBuilder<double> b;
+  BENCH_CHECK(b.Add(terms, ProbSpace::kLinear, ProbSpace::kLog).status());
+  BENCH_CHECK(b.Finish());
+  absl::StatusOr<StagedBatch> staged =
+      stager.Upload(b.Staging(), [&](char* in) { b.PackInto(in); });
+  BENCH_CHECK(staged.status());
+  const EnumerateBatch<double> view = b.View(staged->regions);
+  BENCH_CHECK(ResetEnumerateExtendedFallbacks());
+  BENCH_CHECK(LaunchEnumerate(view, stream));
+  absl::StatusOr<uint64_t> fallbacks = EnumerateExtendedFallbacks();
+  BENCH_CHECK(fallbacks.status());
+  std::vector<double> times;
+  for (int r = 0; r < 15; ++r) {
+    BENCH_CUDA(cudaEventRecord(stager.start.get(), stream));
+    BENCH_CHECK(LaunchEnumerate(view, stream));
+    BENCH_CUDA(cudaEventRecord(stager.stop.get(), stream));
+    BENCH_CUDA(cudaEventSynchronize(stager.stop.get()));
+    float ms = 0;
+    BENCH_CUDA(
+        cudaEventElapsedTime(&ms, stager.start.get(), stager.stop.get()));
+    times.push_back(ms);
+  }
+  std::printf(
+      "pb n=%-7d device %9.3f ms (median of 15; min %.3f, max %.3f)  "
+      "fallbacks per run %llu  [%s]\n",
+      n, Median(times), *std::min_element(times.begin(), times.end()),
+      *std::max_element(times.begin(), times.end()),
+      static_cast<unsigned long long>(*fallbacks),
+      b.DescribeLaunches().c_str());
+  std::fflush(stdout);
+}
+
 int Main(int argc, char** argv) {
   bool quick = false;
   std::string json, only;
+  std::vector<int> pb;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     if (a.rfind("--json=", 0) == 0) json = a.substr(7);
     // --only=TYPE:M:B:VARIANT (variant name prefix): one case, for ncu.
     if (a.rfind("--only=", 0) == 0) only = a.substr(7);
+    if (a.rfind("--pb=", 0) == 0) {
+      for (const absl::string_view n : absl::StrSplit(a.substr(5), ',')) {
+        pb.push_back(std::stoi(std::string(n)));
+      }
+    }
   }
   cudaDeviceProp prop;
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
   BENCH_CHECK(stager.status());
+  if (!pb.empty()) {
+    std::printf("device %s\n", prop.name);
+    for (const int n : pb) RunPoissonBinomial(n, **stager);
+    return 0;
+  }
   const double copy_bw = CopyBandwidth(**stager);
   std::printf("device %s, %d SMs, L2 %d MB, copy %.3f TB/s (read+write)\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,

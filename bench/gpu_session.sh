@@ -112,6 +112,9 @@ fi
 if want pb; then
   ./poisson_binomial.sh . "$work/pb" > "$work/pb.log" 2>&1
   summary "poisson binomial bench: rc=$? $(tail -1 "$work/pb.log")"
+  # The device part alone, with the extended kernel's fallback count.
+  ./enumerate_bench --pb=4000,30000,100000 > "$work/pb_device.log" 2>&1
+  summary "poisson binomial device time: rc=$? $(grep -o 'pb n=.*fallbacks per run [0-9]*' "$work/pb_device.log" | tr '\n' ';')"
 fi
 
 # The CUDA enumeration's host planning on this host's CPU (issue 15): Add,

@@ -83,6 +83,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "enumerate_tilt.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/cuda/enumerate_plan.h"
 #include "sampler/kernels/cuda/launch.h"
@@ -833,9 +834,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
 // per level, converted to log (or linear) once, at the root.
 namespace ext {
 
+// The fractional tilt's helpers, shared with the CPU (enumerate_tilt.h).
+namespace tilt = ::sampler::kernels::enumerate_internal;
+
 constexpr int64_t kZeroExponent = -(int64_t{1} << 61);
 constexpr int64_t kNoPair = -(int64_t{1} << 60);
-constexpr int64_t kMaxTilt = int64_t{1} << 30;
 constexpr double kAccurate = 0x1p-900;
 constexpr double kLn2Hi = 6.93147180369123816490e-01;
 constexpr double kLn2Lo = 1.90821492927058770002e-10;
@@ -897,21 +900,28 @@ __device__ __forceinline__ double ToLinear(double m, int64_t e) {
   return ldexp(m, static_cast<int>(e));
 }
 
-// a / b rounded to nearest (b > 0), as on the CPU.
-__device__ __forceinline__ int64_t RoundDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b / 2) / b : -((-a + b / 2) / b);
-}
+// The fractional tilt's factors 2^(-c / 32) (enumerate_tilt.h, the CPU's
+// literals): lane c of a warp holds factor c and hands it out by shuffle.
+static_assert(tilt::kTiltSteps == kWarpSize, "one tilt factor per lane");
+__constant__ double kTiltFactor[tilt::kTiltSteps] =
+    SAMPLER_ENUMERATE_TILT_FACTORS;
+
+// Outputs recomputed by ExactOutput since the last reset (a diagnostic:
+// EnumerateExtendedFallbacks).
+__device__ unsigned long long fallback_count = 0;
 
 }  // namespace ext
 
 // Element i of an operand in extended form: a node of scratch (already
-// extended) or a term value, converted.
-template <typename T>
+// extended) or a term value, converted. kNode: the caller knows that o is a
+// node, so there is no branch (loops over nodes then keep their unrolled
+// loads together).
+template <bool kNode = false, typename T>
 __device__ __forceinline__ void LoadExtended(const DeviceArgs<T>& args,
                                              const Operand& o, int64_t i,
                                              bool in_log, double* m,
                                              int64_t* e) {
-  if (o.scratch) {
+  if (kNode || o.scratch) {
     const double* const p = args.scratch + (o.base + 2 * i);
     *m = p[0];
     *e = __double_as_longlong(p[1]);
@@ -921,13 +931,13 @@ __device__ __forceinline__ void LoadExtended(const DeviceArgs<T>& args,
                  m, e);
 }
 
-template <typename T>
+template <bool kNode = false, typename T>
 __device__ __forceinline__ int64_t ExponentOf(const DeviceArgs<T>& args,
                                               const Operand& o, int64_t i,
                                               bool in_log) {
   double m;
   int64_t e;
-  LoadExtended(args, o, i, in_log, &m, &e);
+  LoadExtended<kNode>(args, o, i, in_log, &m, &e);
   return e;
 }
 
@@ -936,21 +946,59 @@ __device__ __forceinline__ int64_t WarpMaxI64(int64_t v) {
 }
 
 // The largest pair exponent of output k of x (*) y, in every lane (below
-// ext::kNoPair: no pair of non-zero values).
+// ext::kNoPair: no pair of non-zero values). Unrolled, and without the
+// node-or-term branch where both operands are nodes (the upper levels), so
+// that several loads are in flight: a level with few warps (the top of a
+// tree of a few thousand terms, about 100) waits on their latency.
+template <bool kNodes, typename T>
+__device__ __forceinline__ int64_t LargestPairOf(const DeviceArgs<T>& args,
+                                                 const Operand& x,
+                                                 const Operand& y, int64_t k,
+                                                 bool in_log, int lane) {
+  const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
+  const int64_t hi = k < x.len - 1 ? k : x.len - 1;
+  int64_t best = std::numeric_limits<int64_t>::min();
+#pragma unroll 4
+  for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
+    const int64_t e = ExponentOf<kNodes>(args, x, j, in_log) +
+                      ExponentOf<kNodes>(args, y, k - j, in_log);
+    best = e > best ? e : best;
+  }
+  return WarpMaxI64(best);
+}
 template <typename T>
 __device__ __forceinline__ int64_t LargestPair(const DeviceArgs<T>& args,
                                                const Operand& x,
                                                const Operand& y, int64_t k,
                                                bool in_log, int lane) {
-  const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
-  const int64_t hi = k < x.len - 1 ? k : x.len - 1;
-  int64_t best = std::numeric_limits<int64_t>::min();
-  for (int64_t j = lo + lane; j <= hi; j += kWarpSize) {
+  return x.scratch && y.scratch
+             ? LargestPairOf<true>(args, x, y, k, in_log, lane)
+             : LargestPairOf<false>(args, x, y, k, in_log, lane);
+}
+
+// The largest exponent of o[lo..hi] tilted by the whole part of a i / 32
+// (enumerate_tilt.h), in every lane; unrolled as LargestPair.
+template <bool kNode, typename T>
+__device__ __forceinline__ int64_t WindowTopOf(const DeviceArgs<T>& args,
+                                               const Operand& o, int64_t lo,
+                                               int64_t hi, int64_t a,
+                                               bool in_log, int lane) {
+  int64_t top = std::numeric_limits<int64_t>::min();
+#pragma unroll 4
+  for (int64_t i = lo + lane; i <= hi; i += kWarpSize) {
     const int64_t e =
-        ExponentOf(args, x, j, in_log) + ExponentOf(args, y, k - j, in_log);
-    best = e > best ? e : best;
+        ExponentOf<kNode>(args, o, i, in_log) - ext::tilt::TiltWhole(a * i);
+    top = e > top ? e : top;
   }
-  return WarpMaxI64(best);
+  return WarpMaxI64(top);
+}
+template <typename T>
+__device__ __forceinline__ int64_t WindowTop(const DeviceArgs<T>& args,
+                                             const Operand& o, int64_t lo,
+                                             int64_t hi, int64_t a, bool in_log,
+                                             int lane) {
+  return o.scratch ? WindowTopOf<true>(args, o, lo, hi, a, in_log, lane)
+                   : WindowTopOf<false>(args, o, lo, hi, a, in_log, lane);
 }
 
 // Output k on its own, by the whole warp (the CPU's ExactOutput): every pair
@@ -983,19 +1031,70 @@ __device__ __forceinline__ void ExactOutput(const DeviceArgs<T>& args,
   *e = largest + ee;
 }
 
+// Output k on its own by one lane, for operands short enough
+// (kLaneExactPairs) that a lane's serial passes (unrolled; for nodes without
+// a branch, so their loads are in flight together) cost less than the
+// warp's passes and butterflies per output once a few outputs of a tile
+// fall back: where the tails of the lower levels' nodes bend by more than a
+// tile resolves, most of a tile does, and the warp then takes 32 of them at
+// a time. The same scaling as ExactOutput, the pairs summed in ascending j:
+// at most J + 2 <= 34 roundings, inside the tile's bound.
+constexpr int64_t kLaneExactPairs = 32;
+template <bool kNodes, typename T>
+__device__ __forceinline__ void LaneExactOutput(const DeviceArgs<T>& args,
+                                                const Operand& x,
+                                                const Operand& y, int64_t k,
+                                                bool in_log, double* m,
+                                                int64_t* e) {
+  const int64_t lo = k - (y.len - 1) > 0 ? k - (y.len - 1) : 0;
+  const int64_t hi = k < x.len - 1 ? k : x.len - 1;
+  int64_t largest = std::numeric_limits<int64_t>::min();
+#pragma unroll 4
+  for (int64_t j = lo; j <= hi; ++j) {
+    const int64_t p = ExponentOf<kNodes>(args, x, j, in_log) +
+                      ExponentOf<kNodes>(args, y, k - j, in_log);
+    largest = p > largest ? p : largest;
+  }
+  if (largest < ext::kNoPair) {
+    *m = 0.0;
+    *e = ext::kZeroExponent;
+    return;
+  }
+  double s = 0.0;
+#pragma unroll 4
+  for (int64_t j = lo; j <= hi; ++j) {
+    double mx, my;
+    int64_t ex, ey;
+    LoadExtended<kNodes>(args, x, j, in_log, &mx, &ex);
+    LoadExtended<kNodes>(args, y, k - j, in_log, &my, &ey);
+    s = __dadd_rn(s, ext::Scale(__dmul_rn(mx, my), ex + ey - largest));
+  }
+  int ee = 0;
+  *m = frexp(s, &ee);
+  *e = largest + ee;
+}
+
 // The extended-range pair convolution (LaunchKind::kExtended). A warp
 // takes a tile of TW = NG * R outputs [k0, k0 + TW): NG groups of G
 // members, group g owning outputs k0 + g R + i (i < R), member m taking
 // j = jc + m + G t at step t, as in the log kernel's shape. The CPU's tile
 // scheme (enumerate_cpu_convolve.h): both operands' windows tilted by
 // 2^(-sigma i), sigma the secant slope of the tile's first and last outputs'
-// largest pair exponents, scaled so that their largest value is below 1, and
-// staged as plain doubles; then a plain FMA loop (block sums of kBlock steps
-// into a lane total, a butterfly over the members). An output whose scaled
-// sum is at least 2^-900 is within (kBlock + J / (kBlock G) + log2 G + 2)
-// roundings of its exact value (J its pairs); any other is recomputed on its
-// own by the warp (ExactOutput). Nodes stay extended in scratch; the root
-// writes log (or linear) values, one conversion.
+// largest pair exponents in whole bits, or in 1/32 bits where whole bits
+// would leave the outputs far below the tile's scale (enumerate_tilt.h: the
+// fraction a table multiply, its factors held one per lane and read by
+// shuffle), scaled so that their largest value is below 1, and staged as
+// plain doubles; then a plain FMA loop (block sums of kBlock steps into a
+// lane total, a butterfly over the members), and each output un-tilted. An
+// output whose scaled sum is at least 2^-900 is within (kBlock + J / (kBlock
+// G) + log2 G + 8) roundings of its exact value (J its pairs; six of them
+// the fractional tilt's: two table entries and two multiplies in the
+// product, one entry and one multiply in the un-tilt); any other is
+// recomputed on its own by the warp (ExactOutput), or by a lane where the
+// pairs are few and several outputs fall back (LaneExactOutput); both
+// counted for EnumerateExtendedFallbacks. Nodes stay extended in scratch; the
+// root writes log (or linear) values, one conversion.
+
 // Shared memory of one warp of the extended kernel: the log kernel's x
 // chunk, and the window of y for TW outputs.
 template <int G>
@@ -1018,6 +1117,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
   const int group = lane % NG;
   double* const xs = WarpSharedDoubles(ExtendedWarpElems<G>());
   double* const ys = xs + S::XS;
+  // Factor `lane` of the fractional tilt (enumerate_tilt.h); tilt_factor(c)
+  // below is a shuffle, so every lane of the warp must call it together.
+  const double lane_tilt_factor = ext::kTiltFactor[lane];
+  auto tilt_factor = [&](int c) {
+    return __shfl_sync(kFullMask, lane_tilt_factor, c);
+  };
 
   ForEachWarpTask(
       args, threadIdx.x / kWarpSize, [&](const StepProblem& sp, int64_t tile) {
@@ -1028,34 +1133,85 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
         const int64_t k0 = g.k0, jlo = g.jlo, jhi = g.jhi;
         const int64_t kt = g.K - k0 < TW ? g.K - k0 : TW;
 
-        // The tilt, and each window's largest tilted exponent.
-        int64_t sigma = 0;
-        if (kt > 1) {
-          const int64_t first = LargestPair(args, xo, yo, k0, in_log, lane);
-          const int64_t last =
-              LargestPair(args, xo, yo, k0 + kt - 1, in_log, lane);
-          if (first >= ext::kNoPair && last >= ext::kNoPair) {
-            sigma = ext::RoundDiv(last - first, kt - 1);
-            sigma = sigma < -ext::kMaxTilt  ? -ext::kMaxTilt
-                    : sigma > ext::kMaxTilt ? ext::kMaxTilt
-                                            : sigma;
-          }
-        }
+        // The tilt, sigma = a / 32 bits per index (enumerate_tilt.h): whole
+        // bits unless that leaves a wide gap, as on the CPU; and each
+        // window's largest exponent tilted by the tilt's whole part.
+        const int64_t first = kt > 1
+                                  ? LargestPair(args, xo, yo, k0, in_log, lane)
+                                  : ext::kNoPair - 1;
+        const int64_t last =
+            kt > 1 ? LargestPair(args, xo, yo, k0 + kt - 1, in_log, lane)
+                   : ext::kNoPair - 1;
+        const bool has_slope = first >= ext::kNoPair && last >= ext::kNoPair;
+        int64_t a =
+            has_slope ? ext::tilt::WholeTiltNumerator(first, last, kt) : 0;
         const int64_t ilo = k0 - jhi > 0 ? k0 - jhi : 0;
         const int64_t ihi =
             k0 + kt - 1 - jlo < LY - 1 ? k0 + kt - 1 - jlo : LY - 1;
-        int64_t ex = std::numeric_limits<int64_t>::min();
-        for (int64_t j = jlo + lane; j <= jhi; j += kWarpSize) {
-          const int64_t e = ExponentOf(args, xo, j, in_log) - sigma * j;
-          ex = e > ex ? e : ex;
+        int64_t ex = 0, ey = 0;
+        auto window_tops = [&] {
+          ex = WindowTop(args, xo, jlo, jhi, a, in_log, lane);
+          ey = WindowTop(args, yo, ilo, ihi, a, in_log, lane);
+        };
+        window_tops();
+        if (has_slope && ext::tilt::NeedsFractionalTilt(
+                             ex, ey, first, last, k0, kt, a)) {  // warp-uniform
+          a = ext::tilt::FractionalTiltNumerator(first, last, kt);
+          window_tops();
         }
-        ex = WarpMaxI64(ex);
-        int64_t ey = std::numeric_limits<int64_t>::min();
-        for (int64_t i = ilo + lane; i <= ihi; i += kWarpSize) {
-          const int64_t e = ExponentOf(args, yo, i, in_log) - sigma * i;
-          ey = e > ey ? e : ey;
-        }
-        ey = WarpMaxI64(ey);
+        // Staging: elements [first, first + count) of an operand (those in
+        // [lo, hi], zero elsewhere) tilted by a idx / 32 and scaled by
+        // 2^-top: the whole part exactly, the fraction (if the tilt has one:
+        // warp-uniform) a table multiply; element first + i to store(i, v).
+        // kStageBatch elements a lane at a time, their loads first: for a
+        // node (o in scratch) at clamped indices, so without a branch and in
+        // flight together (a level with few warps waits on their latency).
+        // Warp-uniform trip counts: the fraction's factor is a shuffle.
+        const bool fractional = ext::tilt::TiltFraction(a) != 0;
+        auto stage = [&](const Operand& o, int count, int64_t first, int64_t lo,
+                         int64_t hi, int64_t top, auto store) {
+          constexpr int kStageBatch = 4;
+          auto run = [&](auto node) {
+            for (int i0 = 0; i0 < count; i0 += kStageBatch * kWarpSize) {
+              double m[kStageBatch];
+              int64_t e[kStageBatch];
+#pragma unroll
+              for (int u = 0; u < kStageBatch; ++u) {
+                const int64_t idx = first + i0 + u * kWarpSize + lane;
+                m[u] = 0.0;
+                e[u] = 0;
+                if constexpr (decltype(node)::value) {
+                  const int64_t at = idx < 0       ? 0
+                                     : idx < o.len ? idx
+                                                   : o.len - 1;
+                  LoadExtended<true>(args, o, at, in_log, &m[u], &e[u]);
+                } else if (idx >= lo && idx <= hi) {
+                  LoadExtended(args, o, idx, in_log, &m[u], &e[u]);
+                }
+              }
+#pragma unroll
+              for (int u = 0; u < kStageBatch; ++u) {
+                const int i = i0 + u * kWarpSize + lane;
+                const int64_t idx = first + i;
+                const int64_t ai = a * idx;
+                double v =
+                    i < count && idx >= lo && idx <= hi
+                        ? ext::Scale(m[u],
+                                     e[u] - ext::tilt::TiltWhole(ai) - top)
+                        : 0.0;
+                if (fractional) {
+                  v = __dmul_rn(v, tilt_factor(ext::tilt::TiltFraction(ai)));
+                }
+                if (i < count) store(i, v);
+              }
+            }
+          };
+          if (o.scratch) {
+            run(std::true_type{});
+          } else {
+            run(std::false_type{});
+          }
+        };
 
         // The tilted, scaled windows as plain doubles in [0, 1), chunk by
         // chunk; a lane's R sums in block sums of at most kBlock steps.
@@ -1067,30 +1223,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           const int steps = rest >= kSteps ? kSteps : static_cast<int>(rest);
           const int span = G * steps;
           __syncwarp();
-          for (int i = lane; i < span; i += kWarpSize) {
-            const int64_t j = jc + i;
-            double v = 0.0;
-            if (j <= jhi) {
-              double m;
-              int64_t e;
-              LoadExtended(args, xo, j, in_log, &m, &e);
-              v = ext::Scale(m, e - sigma * j - ex);
-            }
-            xs[(i % G) * S::XROW + i / G] = v;
-          }
+          stage(xo, span, jc, jlo, jhi, ex,
+                [&](int i, double v) { xs[(i % G) * S::XROW + i / G] = v; });
           // y index of ys[0]: output k0 - pair jc + span - 1.
-          const int64_t ybase = k0 - jc - span + 1;
-          for (int i = lane; i < TW + span - 1; i += kWarpSize) {
-            const int64_t yi = ybase + i;
-            double v = 0.0;
-            if (yi >= ilo && yi <= ihi) {
-              double m;
-              int64_t e;
-              LoadExtended(args, yo, yi, in_log, &m, &e);
-              v = ext::Scale(m, e - sigma * yi - ey);
-            }
-            ys[i] = v;
-          }
+          stage(yo, TW + span - 1, k0 - jc - span + 1, ilo, ihi, ey,
+                [&](int i, double v) { ys[i] = v; });
           __syncwarp();
           const double* const xp = xs + member * S::XROW;
           // Output g R + i, pair jc + member + G t: y at ys[g R + i - member -
@@ -1118,23 +1255,59 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           total[i] = WarpButterfly<ButterflyOrder::kLowToHigh, kWarpSize, NG>(
               total[i], WarpPlus<double>());
         }
-        // The tile's outputs in shared memory: mantissas, then exponents.
+        // The tile's outputs in shared memory: mantissas, then exponents;
+        // un-tilted by 2^(a k / 32): the whole part into the exponent, the
+        // fraction c as 2^(c / 32) = 2 * factor (32 - c) (every lane: the
+        // factor is a shuffle).
         double* const out_m = xs;
         int64_t* const out_e = reinterpret_cast<int64_t*>(xs + TW);
         __syncwarp();
-        if (member == 0) {
 #pragma unroll
-          for (int i = 0; i < R; ++i) {
-            const double s = total[i];
-            int ee = 0;
-            out_m[group * R + i] = frexp(s, &ee);
-            out_e[group * R + i] =
-                s >= ext::kAccurate
-                    ? ex + ey + sigma * (k0 + group * R + i) + ee
-                    : ext::kNoPair;  // recomputed below
+        for (int i = 0; i < R; ++i) {
+          const double s = total[i];
+          const int64_t ak = a * (k0 + group * R + i);
+          const int c = ext::tilt::TiltFraction(ak);
+          const double up = fractional
+                                ? tilt_factor((ext::tilt::kTiltSteps - c) &
+                                              (ext::tilt::kTiltSteps - 1))
+                                : 1.0;
+          int ee = 0;
+          const double m = frexp(c == 0 ? s : __dmul_rn(s, 2.0 * up), &ee);
+          if (member == 0) {
+            out_m[group * R + i] = m;
+            out_e[group * R + i] = s >= ext::kAccurate
+                                       ? ex + ey + ext::tilt::TiltWhole(ak) + ee
+                                       : ext::kNoPair;  // recomputed below
           }
         }
         __syncwarp();
+        // Fallbacks: by lanes where the pairs are few (x the shorter) and at
+        // least kLaneExactPairs / 8 outputs fall back (about where the
+        // lanes' cost, J / 4 load latencies, meets the warp's, 2 and two
+        // butterflies an output), else by the warp, one at a time.
+        int fallbacks = 0;
+        for (int t0 = 0; t0 < kt; t0 += kWarpSize) {
+          const int t = t0 + lane;
+          fallbacks += __popc(
+              __ballot_sync(kFullMask, t < kt && out_e[t] == ext::kNoPair));
+        }
+        if (xo.len <= kLaneExactPairs &&
+            fallbacks >= kLaneExactPairs / 8) {  // warp-uniform
+          const bool nodes = xo.scratch && yo.scratch;
+          for (int t = lane; t < kt; t += kWarpSize) {
+            if (out_e[t] != ext::kNoPair) continue;
+            if (nodes) {
+              LaneExactOutput<true>(args, xo, yo, k0 + t, in_log, &out_m[t],
+                                    &out_e[t]);
+            } else {
+              LaneExactOutput<false>(args, xo, yo, k0 + t, in_log, &out_m[t],
+                                     &out_e[t]);
+            }
+            atomicAdd(&ext::fallback_count, 1ULL);
+          }
+          __syncwarp();
+        }
+        // (None left where the lanes took them.)
         for (int t = 0; t < kt; ++t) {
           if (out_e[t] != ext::kNoPair) continue;  // warp-uniform
           double m;
@@ -1144,6 +1317,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
           if (lane == 0) {
             out_m[t] = m;
             out_e[t] = e;
+            atomicAdd(&ext::fallback_count, 1ULL);
           }
           __syncwarp();
         }
@@ -1479,6 +1653,22 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> EnumerateExtendedFallbacks() {
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  unsigned long long count = 0;
+  SAMPLER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyFromSymbol(&count, ext::fallback_count, sizeof(count)));
+  return static_cast<uint64_t>(count);
+}
+
+absl::Status ResetEnumerateExtendedFallbacks() {
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  const unsigned long long zero = 0;
+  SAMPLER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyToSymbol(ext::fallback_count, &zero, sizeof(zero)));
   return absl::OkStatus();
 }
 

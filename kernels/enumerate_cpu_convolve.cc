@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include "enumerate_tilt.h"
+
 namespace sampler::kernels::enumerate_internal {
 namespace {
 
@@ -33,7 +35,6 @@ constexpr int64_t kOuterBlock = 4096;
 constexpr double kAccurate = 0x1p-900;
 // Largest pair exponents below this mean "no pair of non-zero values".
 constexpr int64_t kNoPair = -(int64_t{1} << 60);
-constexpr int64_t kMaxTilt = int64_t{1} << 30;
 
 // 2^d for d in [-1022, 1023], exactly.
 double Pow2(int64_t d) {
@@ -114,11 +115,6 @@ void ExactOutput(const ExtendedPmf& x, const ExtendedPmf& y, int64_t k,
   *e = largest + ee;
 }
 
-// a / b rounded to nearest (b > 0).
-int64_t RoundDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b / 2) / b : -((-a + b / 2) / b);
-}
-
 // The multiply-add loop of a tile: sums[t] = sum_q xr[q] ys[t + q] for t <
 // round_up(kt, kLanes), q < J, in ascending q, in blocks (kInnerBlock steps
 // into registers, kOuterBlock into a middle sum, then the total), so that
@@ -161,9 +157,10 @@ struct TileBuffers {
   std::vector<double> xr, ys, sums;
 };
 
-// Outputs [k0, k0 + kt) of r = x (*) y (x the shorter operand).
-void ConvolveTile(const ExtendedPmf& x, const ExtendedPmf& y, int64_t k0,
-                  int64_t kt, TileBuffers* buf, ExtendedPmf* r) {
+// Outputs [k0, k0 + kt) of r = x (*) y (x the shorter operand). Returns
+// how many of them were recomputed on their own (ExactOutput).
+int64_t ConvolveTile(const ExtendedPmf& x, const ExtendedPmf& y, int64_t k0,
+                     int64_t kt, TileBuffers* buf, ExtendedPmf* r) {
   const int64_t lx = static_cast<int64_t>(x.size());
   const int64_t ly = static_cast<int64_t>(y.size());
   const int64_t jlo = std::max<int64_t>(0, k0 - (ly - 1));
@@ -173,51 +170,69 @@ void ConvolveTile(const ExtendedPmf& x, const ExtendedPmf& y, int64_t k0,
   const int64_t ibase = k0 - jhi;  // the y index of ys[0]
   const int64_t ny = padded + J - 1;
 
-  // The tilt: the secant slope of the largest pairs across the tile.
-  int64_t sigma = 0;
-  if (kt > 1) {
-    const int64_t first = LargestPair(x, y, k0);
-    const int64_t last = LargestPair(x, y, k0 + kt - 1);
-    if (first >= kNoPair && last >= kNoPair) {
-      sigma = std::clamp(RoundDiv(last - first, kt - 1), -kMaxTilt, kMaxTilt);
-    }
-  }
-  // Each window's largest tilted exponent (zeros' exponents are far below
-  // any other, so they never lead unless the window is all zeros).
-  int64_t ex = std::numeric_limits<int64_t>::min();
-  for (int64_t j = jlo; j <= jhi; ++j) {
-    ex = std::max(ex, x.exponent[j] - sigma * j);
-  }
+  // The tilt, sigma = a / 2^kTiltBits bits per index (enumerate_tilt.h):
+  // the secant slope of the largest pairs across the tile, in whole bits
+  // unless that leaves a wide gap.
+  const int64_t first = kt > 1 ? LargestPair(x, y, k0) : kNoPair - 1;
+  const int64_t last = kt > 1 ? LargestPair(x, y, k0 + kt - 1) : kNoPair - 1;
+  const bool tilted = first >= kNoPair && last >= kNoPair;
+  int64_t a = tilted ? WholeTiltNumerator(first, last, kt) : 0;
+  // Each window's largest exponent tilted by the tilt's whole part (zeros'
+  // exponents are far below any other, so they never lead unless the window
+  // is all zeros).
   const int64_t ilo = std::max<int64_t>(0, ibase);
   const int64_t ihi = std::min(ly - 1, ibase + ny - 1);
-  int64_t ey = std::numeric_limits<int64_t>::min();
-  for (int64_t i = ilo; i <= ihi; ++i) {
-    ey = std::max(ey, y.exponent[i] - sigma * i);
+  int64_t ex = 0, ey = 0;
+  auto window_tops = [&] {
+    ex = std::numeric_limits<int64_t>::min();
+    for (int64_t j = jlo; j <= jhi; ++j) {
+      ex = std::max(ex, x.exponent[j] - TiltWhole(a * j));
+    }
+    ey = std::numeric_limits<int64_t>::min();
+    for (int64_t i = ilo; i <= ihi; ++i) {
+      ey = std::max(ey, y.exponent[i] - TiltWhole(a * i));
+    }
+  };
+  window_tops();
+  if (tilted && NeedsFractionalTilt(ex, ey, first, last, k0, kt, a)) {
+    a = FractionalTiltNumerator(first, last, kt);
+    window_tops();
   }
-  // The windows as plain doubles in [0, 1): x reversed, y zero-padded.
+  // The windows as plain doubles in [0, 1): x reversed, y zero-padded; the
+  // whole part of the tilt in the exponent, its fraction a table multiply.
   buf->xr.resize(J);
   for (int64_t q = 0; q < J; ++q) {
     const int64_t j = jhi - q;
-    buf->xr[q] = Scale(x.mantissa[j], x.exponent[j] - sigma * j - ex);
+    buf->xr[q] = Scale(x.mantissa[j], x.exponent[j] - TiltWhole(a * j) - ex) *
+                 kTiltFactor[TiltFraction(a * j)];
   }
   buf->ys.assign(ny, 0.0);
   for (int64_t i = ilo; i <= ihi; ++i) {
-    buf->ys[i - ibase] = Scale(y.mantissa[i], y.exponent[i] - sigma * i - ey);
+    buf->ys[i - ibase] =
+        Scale(y.mantissa[i], y.exponent[i] - TiltWhole(a * i) - ey) *
+        kTiltFactor[TiltFraction(a * i)];
   }
   buf->sums.resize(padded);
   TileSums(buf->xr.data(), J, buf->ys.data(), kt, buf->sums.data());
 
+  int64_t fallbacks = 0;
   for (int64_t t = 0; t < kt; ++t) {
     const int64_t k = k0 + t;
     const double s = buf->sums[t];
     if (s >= kAccurate) {
+      // Un-tilt: 2^(a k / 2^kTiltBits), the whole part into the exponent,
+      // the fraction c as 2^(c / 32) = 2 kTiltFactor[32 - c].
+      const int c = TiltFraction(a * k);
       int ee = 0;
-      r->mantissa[k] = std::frexp(s, &ee);
-      r->exponent[k] = ex + ey + sigma * k + ee;
+      r->mantissa[k] =
+          std::frexp(c == 0 ? s : s * (2 * kTiltFactor[kTiltSteps - c]), &ee);
+      r->exponent[k] = ex + ey + TiltWhole(a * k) + ee;
     } else {
+      ++fallbacks;
       ExactOutput(x, y, k, &r->mantissa[k], &r->exponent[k]);
     }
   }
+  return fallbacks;
 }
 
 }  // namespace
@@ -260,8 +275,8 @@ double ToLog(double m, int64_t e) {
   return n * kLn2Hi + (std::log(m) + n * kLn2Lo);
 }
 
-void ConvolveExtended(const ExtendedPmf& a, const ExtendedPmf& b,
-                      ExtendedPmf* r) {
+int64_t ConvolveExtended(const ExtendedPmf& a, const ExtendedPmf& b,
+                         ExtendedPmf* r) {
   const bool a_shorter = a.size() <= b.size();
   const ExtendedPmf& x = a_shorter ? a : b;
   const ExtendedPmf& y = a_shorter ? b : a;
@@ -269,9 +284,11 @@ void ConvolveExtended(const ExtendedPmf& a, const ExtendedPmf& b,
   r->mantissa.resize(k_total);
   r->exponent.resize(k_total);
   TileBuffers buf;
+  int64_t fallbacks = 0;
   for (int64_t k0 = 0; k0 < k_total; k0 += kTile) {
-    ConvolveTile(x, y, k0, std::min(kTile, k_total - k0), &buf, r);
+    fallbacks += ConvolveTile(x, y, k0, std::min(kTile, k_total - k0), &buf, r);
   }
+  return fallbacks;
 }
 
 bool ConvolveLog(const std::vector<double>& a, const std::vector<double>& b,

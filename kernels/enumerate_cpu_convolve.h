@@ -10,17 +10,19 @@
 // The convolution r_k = sum_j a_j b_{k-j} runs in tiles of consecutive
 // outputs. For a tile, both operands' windows are tilted by 2^(-sigma i)
 // (the convolution commutes with exponential tilting: r_k 2^(-sigma k) is
-// the convolution of the tilted operands; sigma an integer, so the tilt is
-// exact) and scaled by powers of two so that their largest value is below 1,
-// then converted to plain doubles; the tile is a plain multiply-add loop in
-// double (vectorised, blocked sums, fixed order). sigma is the secant slope
-// of the tile's largest-pair exponents, which puts the tilted operands'
-// peaks near the pairs that dominate the tile's outputs. An output whose
+// the convolution of the tilted operands) and scaled by powers of two so
+// that their largest value is below 1, then converted to plain doubles; the
+// tile is a plain multiply-add loop in double (vectorised, blocked sums,
+// fixed order). sigma is the secant slope of the tile's largest-pair
+// exponents rounded to 1/32 bit per index, which puts the tilted operands'
+// peaks near the pairs that dominate the tile's outputs; its whole part is
+// exact (an exponent), its fraction a table multiply (enumerate_tilt.h: four
+// roundings per product, two for the un-tilt of the output). An output whose
 // scaled sum is at least 2^-900 is within a few ulps of the exact sum (the
 // pairs that underflowed on the way weigh less than 2^-140 of it); any other
 // output (an exact zero, or a sum far below the tile's scale) is recomputed
 // on its own, scaled by its own largest pair. Either way every output carries
-// a relative error of at most (130 + J / 4096) double roundings, J its
+// a relative error of at most (136 + J / 4096) double roundings, J its
 // number of pairs, whatever its magnitude.
 #ifndef SAMPLER_KERNELS_ENUMERATE_CPU_CONVOLVE_H_
 #define SAMPLER_KERNELS_ENUMERATE_CPU_CONVOLVE_H_
@@ -55,9 +57,12 @@ void FromLog(double v, double* m, int64_t* e);
 double ToLinear(double m, int64_t e);
 double ToLog(double m, int64_t e);
 
-// r = a (*) b. Deterministic: the result depends only on a and b.
-void ConvolveExtended(const ExtendedPmf& a, const ExtendedPmf& b,
-                      ExtendedPmf* r);
+// r = a (*) b. Deterministic: the result depends only on a and b. Returns
+// the number of outputs recomputed on their own because the tile's scale
+// could not hold them (a diagnostic: zero for a Poisson binomial of 10^5
+// terms and far beyond since the tilt is fractional, enumerate_tilt.h).
+int64_t ConvolveExtended(const ExtendedPmf& a, const ExtendedPmf& b,
+                         ExtendedPmf* r);
 
 // r = a (*) b for log-probabilities in double, for problems with log values
 // beyond kMaxExtendedLog: out_k = m_k + log1p(sum_{j != j*} exp(a_j +

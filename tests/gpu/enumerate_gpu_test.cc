@@ -476,6 +476,24 @@ std::string LongName(const Problem<T>& prob, size_t p,
                       prob.out == ProbSpace::kLog ? "log" : "lin", ") ", trace);
 }
 
+// log P(S = 0) (side 0) or log P(S = n) (side 1) of a Poisson binomial of
+// Bernoulli terms: the sum of the terms' logs at that side, compensated
+// (Neumaier) in long double.
+template <typename T>
+double ExactEndLog(const Problem<T>& prob, int side) {
+  LD sum = 0, compensation = 0;
+  for (const TermData<T>& t : prob.terms) {
+    const LD v = prob.in == ProbSpace::kLog
+                     ? static_cast<LD>(t.values[side])
+                     : std::log(static_cast<LD>(t.values[side]));
+    const LD s = sum + v;
+    compensation +=
+        std::abs(sum) >= std::abs(v) ? (sum - s) + v : (v - s) + sum;
+    sum = s;
+  }
+  return static_cast<double>(sum + compensation);
+}
+
 // Levels of the pairwise tree of n terms.
 int TreeLevels(size_t n) {
   int levels = 0;
@@ -789,12 +807,13 @@ TYPED_TEST(EnumerateGpuTest, LongProblemsMatchCpuTree) {
 // tails reach e^-10^6 and beyond, linear and log input, log output (and
 // one linear output). Each side's relative error in probability is at most
 // levels * (its roundings per output and level) * 2^-53 (the GPU's:
-// 32 + J / (32 G) + log2 G + 2, J <= the result's length; the CPU's:
-// 130 + J / 4096), plus, for log input, 2 ulps of each term's conversion;
-// so a log result is within that sum plus an ulp of |log p| of the CPU's
-// value (the conversion to log, once, at the root), plus T's rounding. The
-// two extreme points, P(S = 0) = prod (1 - q_i) and P(S = n) = prod q_i,
-// are exact sums of the terms' logs (compensated, in long double).
+// 32 + J / (32 G) + log2 G + 8, J <= the result's length; the CPU's:
+// 136 + J / 4096; both with six for the fractional tilt), plus, for log input,
+// 2 ulps of each term's conversion; so a log result is within that sum plus an
+// ulp of |log p| of the CPU's value (the conversion to log, once, at the root),
+// plus T's rounding. The two extreme points, P(S = 0) = prod (1 - q_i) and P(S
+// = n) = prod q_i, are exact sums of the terms' logs (compensated, in long
+// double).
 TYPED_TEST(EnumerateGpuTest, ExtendedTreeMatchesCpuAndExactTails) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;
@@ -835,7 +854,7 @@ TYPED_TEST(EnumerateGpuTest, ExtendedTreeMatchesCpuAndExactTails) {
     EXPECT_EQ(got->status[p], 0u) << name;
     ASSERT_EQ(got->values[p].size(), cpu->values.size()) << name;
     const double J = static_cast<double>(n + 1);
-    const double relative = (levels * ((32 + J / 32 + 4) + (130 + J / 4096)) +
+    const double relative = (levels * ((32 + J / 32 + 10) + (136 + J / 4096)) +
                              (prob.in == ProbSpace::kLog ? 4.0 * n : 0.0)) *
                             0x1p-53;
     auto ulp = [](double x) {
@@ -867,20 +886,10 @@ TYPED_TEST(EnumerateGpuTest, ExtendedTreeMatchesCpuAndExactTails) {
     if (prob.out != ProbSpace::kLog) continue;
     // The exact extreme points.
     for (const int side : {0, 1}) {
-      LD sum = 0, compensation = 0;  // Neumaier
-      for (const TermData<T>& t : prob.terms) {
-        const LD v = prob.in == ProbSpace::kLog
-                         ? static_cast<LD>(t.values[side])
-                         : std::log(static_cast<LD>(t.values[side]));
-        const LD s = sum + v;
-        compensation +=
-            std::abs(sum) >= std::abs(v) ? (sum - s) + v : (v - s) + sum;
-        sum = s;
-      }
-      const double exact = static_cast<double>(sum + compensation);
+      const double exact = ExactEndLog(prob, side);
       const double g = static_cast<double>(
           got->values[p][side == 0 ? 0 : got->values[p].size() - 1]);
-      const double tol = relative + 130.0 * levels * 0x1p-53 + ulp(exact) +
+      const double tol = relative + 136.0 * levels * 0x1p-53 + ulp(exact) +
                          Eps<T>() * (1 + std::abs(exact));
       EXPECT_LE(std::abs(g - exact), tol)
           << name << (side == 0 ? " P(S = 0)" : " P(S = n)") << ": gpu " << g
@@ -889,6 +898,83 @@ TYPED_TEST(EnumerateGpuTest, ExtendedTreeMatchesCpuAndExactTails) {
   }
   std::cout << "worst error / tolerance (extended tree vs CPU): " << worst
             << "\n";
+}
+
+// Where a whole-bit tilt leaves the tiles' outputs far below their scale
+// (enumerate_tilt.h), no output of the extended kernel falls back to its
+// per-output recomputation (EnumerateExtendedFallbacks stays 0, counted
+// problem by problem): two geometric terms of 3000 values with log2 slope
+// -1/2 (a whole-bit tilt leaves gaps of up to half a window, 1,500 bits; the
+// exact result is count_k 2^(-k / 2)), and a Poisson binomial of 10^5 terms
+// with q uniform in (0, 1) (gaps of up to V ln 2 / 8 = 1,440 bits at its top
+// levels with a whole-bit tilt: the CPU's scheme with the GPU's 40-output
+// tiles has 9,707 fallbacks there with it, none with the fraction), whose
+// end points are exact sums of logs. (Terms with q down to 1e-300, as in
+// ExtendedTreeMatchesCpuAndExactTails, still fall back in the middle
+// levels, legitimately: there a node's log-PMF bends by more than the 900
+// bits a tile resolves within one tile, which no linear tilt can follow.)
+TYPED_TEST(EnumerateGpuTest, ExtendedTreeNeedsNoFallback) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  constexpr int kGeometric = 3000;
+  constexpr int kBernoulli = 100000;
+  std::vector<Problem<T>> batch(2);
+  batch[0].in = ProbSpace::kLog;
+  batch[0].out = ProbSpace::kLog;
+  for (int t = 0; t < 2; ++t) {
+    TermData<T> term;
+    for (int j = 0; j < kGeometric; ++j) {
+      term.values.push_back(static_cast<T>(-0.5 * j * std::log(2.0)));
+    }
+    batch[0].terms.push_back(std::move(term));
+  }
+  batch[1].out = ProbSpace::kLog;
+  for (int t = 0; t < kBernoulli; ++t) {
+    const double q = (static_cast<double>(this->rng_() >> 11) + 0.5) * 0x1p-53;
+    batch[1].terms.push_back(BernoulliTerm<T>(q, ProbSpace::kLinear));
+  }
+  GpuResult<T> got;
+  for (size_t p = 0; p < batch.size(); ++p) {
+    ASSERT_TRUE(ResetEnumerateExtendedFallbacks().ok());
+    absl::StatusOr<GpuResult<T>> one =
+        RunOnGpu(std::vector<Problem<T>>{batch[p]}, EnumerateOptions{});
+    ASSERT_TRUE(one.ok()) << one.status() << " " << this->Trace();
+    absl::StatusOr<uint64_t> fallbacks = EnumerateExtendedFallbacks();
+    ASSERT_TRUE(fallbacks.ok()) << fallbacks.status();
+    EXPECT_EQ(*fallbacks, 0u) << "problem " << p << ": " << one->launches;
+    EXPECT_EQ(one->status[0], 0u) << "problem " << p;
+    got.values.push_back(std::move(one->values[0]));
+  }
+  // The geometric pair against its exact values: the inputs' own rounding
+  // to T (|log x_j| < 1040, so an ulp of it, twice) and the tree's few
+  // roundings, as a log value's absolute error.
+  const std::vector<T>& geometric = got.values[0];
+  ASSERT_EQ(geometric.size(), static_cast<size_t>(2 * kGeometric - 1));
+  int failures = 0;
+  for (int k = 0; k < 2 * kGeometric - 1 && failures < 5; ++k) {
+    const int count = k < kGeometric ? k + 1 : 2 * kGeometric - 1 - k;
+    const double exact =
+        std::log(static_cast<double>(count)) - 0.5 * k * std::log(2.0);
+    const double tol = 4 * 1040.0 * Eps<T>() + 1e-12 * (1 + std::abs(exact));
+    if (!(std::abs(static_cast<double>(geometric[k]) - exact) <= tol)) {
+      ++failures;
+      ADD_FAILURE() << "geometric element " << k << ": gpu " << geometric[k]
+                    << ", exact " << exact;
+    }
+  }
+  // The Poisson binomial's end points: exact sums of the terms' logs.
+  const Problem<T>& pb = batch[1];
+  const int levels = TreeLevels(kBernoulli);
+  for (const int side : {0, 1}) {
+    const double exact = ExactEndLog(pb, side);
+    const double g = static_cast<double>(
+        got.values[1][side == 0 ? 0 : got.values[1].size() - 1]);
+    const double tol = levels * (32 + 10 + 136) * 0x1p-53 +
+                       2 * std::abs(exact) * 0x1p-52 +
+                       Eps<T>() * (1 + std::abs(exact));
+    EXPECT_LE(std::abs(g - exact), tol) << (side == 0 ? "P(S = 0)" : "P(S = n)")
+                                        << ": gpu " << g << ", exact " << exact;
+  }
 }
 
 // Zero probabilities give exactly zero (or -inf) where no pair has non-zero

@@ -85,11 +85,12 @@ absl::Status ValidateEnumerate(absl::Span<const PmfTerm<T>> terms,
 //     inputs by exp after an exact reduction by ln 2), so no partial sum
 //     under- or overflows, however small (1e-300 and far below) or large its
 //     values. Each pair convolution runs in tiles of 512 outputs converted
-//     (by exact powers of two and an exact exponential tilt) into plain
+//     (by exact powers of two and an exponential tilt: in whole bits,
+//     exact, or where needed in 1/32 bits, enumerate_tilt.h) into plain
 //     doubles, a vectorised multiply-add with blocked sums; an output the
 //     tile's scale cannot hold accurately is recomputed on its own. Each
 //     tree level costs every output a relative error of at most
-//     (130 + J / 4096) double roundings, J its pairs, whatever its
+//     (136 + J / 4096) double roundings, J its pairs, whatever its
 //     magnitude (about 3e-14 for J = 15,000; the tree has ceil(log2 n)
 //     levels). The result is converted to `out` at the end: a log value
 //     adds the rounding of the log value itself (half an ulp of its

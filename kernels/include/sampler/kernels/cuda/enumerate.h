@@ -53,10 +53,10 @@
 // relative <= 1e-6 (the proof in enumerate.cu gives 16 float roundings,
 // 9.5e-7); double: relative <= 1e-12 for problems whose tree has at most 8
 // levels of at most 16384 pairs per output. Log path, extended range: a
-// relative error in probability of at most (32 + J / (32 G) + log2 G + 2)
+// relative error in probability of at most (32 + J / (32 G) + log2 G + 8)
 // double roundings per tree level (J the output's pairs, G = 1 or 4 the
 // members per output), plus the final rounding of the log value (half an
-// ulp of |log p|), whatever p's magnitude; the CPU's bound is (130 + J /
+// ulp of |log p|), whatever p's magnitude; the CPU's bound is (136 + J /
 // 4096) roundings per level, so the two agree within the sum plus an ulp of
 // |log p|. Log inputs beyond 2^32: an absolute error in the log value of a
 // few ulps of the log values' magnitude per tree level. Exact zeros (-inf)
@@ -322,6 +322,15 @@ template <typename T>
 absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
                              cudaStream_t stream,
                              EnumerateFftPlans* fft = nullptr);
+
+// A diagnostic of the log path's extended kernel: how many outputs it has
+// recomputed on their own (one warp each, two passes over the output's
+// pairs: the safety net for an output the tile's scale cannot hold) on the
+// current device since the process started or the last reset. Counted with
+// an atomic add in that path only, so it costs nothing otherwise. Both wait
+// for the device (cudaDeviceSynchronize first); for tests and benchmarks.
+absl::StatusOr<uint64_t> EnumerateExtendedFallbacks();
+absl::Status ResetEnumerateExtendedFallbacks();
 
 // ---------------------------------------------------------- packing ----
 
