@@ -372,6 +372,7 @@ int Run(ShutdownWatchdog& watchdog) {
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(std::make_unique<BadBodyInterceptorFactory>(
+      SamplerServiceImpl::DeserializedMethods(),
       [m = metrics.get()](const std::string& method) {
         // "/sampler.v1.SamplerService/SampleGamma" -> "SampleGamma".
         m->Refused(std::string_view(method).substr(method.rfind('/') + 1),
