@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/auth.h"
@@ -466,6 +467,13 @@ int main(int argc, char** argv) {
   };
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
+  // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's lock
+  // order checking on (kAbort): every lock and unlock of every gRPC mutex
+  // then updates a global graph of lock pairs, about 5% of the CPU a small
+  // call takes (issue 13: bench/results/
+  // small-request-profile-2core-2026-11-26.md). It is a debugging aid, off
+  // in Abseil's own release builds; set before any thread starts.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait in Run receives them.
   sigset_t signals;
