@@ -469,8 +469,8 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's lock
   // order checking on (kAbort): every lock and unlock of every gRPC mutex
-  // then updates a global graph of lock pairs, about 5% of the CPU a small
-  // call takes (issue 13: bench/results/
+  // then updates a global graph of lock pairs, about 6% of the instructions
+  // of a small call (issue 13: bench/results/
   // small-request-profile-2core-2026-11-26.md). It is a debugging aid, off
   // in Abseil's own release builds; set before any thread starts.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
