@@ -22,9 +22,12 @@
 // a 256-sample gamma call (issue 13, bench/results/
 // small-request-profile-2core-2026-11-26.md). fma is correctly rounded
 // either way and the build forbids contraction (-ffp-contract=off), so
-// both clones give the same bits (tests/golden).
+// both clones give the same bits (tests/golden). Not in sanitizer builds:
+// a ThreadSanitizer program whose code has an ifunc crashes at load (GCC
+// 12), and they measure correctness, not speed.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__CUDACC__)
+    !defined(__CUDACC__) && !defined(__SANITIZE_THREAD__) &&           \
+    !defined(__SANITIZE_ADDRESS__)
 #define SAMPLER_HOST_FMA_CLONES \
   __attribute__((target_clones("fma", "default"), flatten))
 #else
