@@ -39,6 +39,53 @@ absl::Status CapReached(uint64_t item, T shape) {
                    ") exceeded ", kGammaMaxAttempts, " rejection attempts"));
 }
 
+// The per-item loops, apart from validation and error words so that they
+// can be flattened into their FMA clone (SAMPLER_HOST_FMA_CLONES). Each
+// returns the index of the first item that reached the rejection cap, or
+// the item count when none did.
+template <typename T>
+SAMPLER_HOST_FMA_CLONES size_t SampleItems(absl::Span<const T> shape,
+                                           absl::Span<const T> scale,
+                                           bool log_output, uint64_t seed,
+                                           uint64_t first_item,
+                                           absl::Span<T> out) {
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const uint64_t item = first_item + i;
+    const GammaShape<T> g = GammaPrepare(shape[i]);
+    const T log_scale = log_output ? detmath::Log(scale[i]) : T(0);
+    const T x = GammaSampleItem(KindTag::kGamma, seed, item, g, scale[i],
+                                log_scale, log_output);
+    if (std::isnan(x)) return i;
+    out[i] = x;
+  }
+  return shape.size();
+}
+
+// `failed_shape`: the shape of the item that reached the cap, if one did.
+template <typename T>
+SAMPLER_HOST_FMA_CLONES size_t SampleGroupItems(
+    absl::Span<const GammaGroup<T>> groups, bool log_output, uint64_t seed,
+    uint64_t first_item, absl::Span<T> out, T* failed_shape) {
+  size_t i = 0;
+  for (const GammaGroup<T>& group : groups) {
+    // Per-group constants: pure functions of the parameters, so computing
+    // them once gives the same bits as the per-element path.
+    const GammaShape<T> g = GammaPrepare(group.shape);
+    const T log_scale = log_output ? detmath::Log(group.scale) : T(0);
+    for (int64_t k = 0; k < group.count; ++k, ++i) {
+      const uint64_t item = first_item + i;
+      const T x = GammaSampleItem(KindTag::kGamma, seed, item, g, group.scale,
+                                  log_scale, log_output);
+      if (std::isnan(x)) {
+        *failed_shape = group.shape;
+        return i;
+      }
+      out[i] = x;
+    }
+  }
+  return out.size();
+}
+
 }  // namespace
 
 template <typename T>
@@ -102,14 +149,10 @@ absl::Status SampleGammaCpu(absl::Span<const T> shape,
     return absl::InvalidArgumentError(absl::StrCat(
         "out has ", out.size(), " elements but shape has ", shape.size()));
   }
-  for (size_t i = 0; i < shape.size(); ++i) {
-    const uint64_t item = first_item + i;
-    const GammaShape<T> g = GammaPrepare(shape[i]);
-    const T log_scale = log_output ? detmath::Log(scale[i]) : T(0);
-    const T x = GammaSampleItem(KindTag::kGamma, seed, item, g, scale[i],
-                                log_scale, log_output);
-    if (std::isnan(x)) return CapReached(item, shape[i]);
-    out[i] = x;
+  const size_t failed =
+      SampleItems(shape, scale, log_output, seed, first_item, out);
+  if (failed < shape.size()) {
+    return CapReached(first_item + failed, shape[failed]);
   }
   return absl::OkStatus();
 }
@@ -121,19 +164,11 @@ absl::Status SampleGammaGroupedCpu(absl::Span<const GammaGroup<T>> groups,
   if (absl::Status s = ValidateGammaGroups(groups, out.size()); !s.ok()) {
     return s;
   }
-  size_t i = 0;
-  for (const GammaGroup<T>& group : groups) {
-    // Per-group constants: pure functions of the parameters, so computing
-    // them once gives the same bits as the per-element path.
-    const GammaShape<T> g = GammaPrepare(group.shape);
-    const T log_scale = log_output ? detmath::Log(group.scale) : T(0);
-    for (int64_t k = 0; k < group.count; ++k, ++i) {
-      const uint64_t item = first_item + i;
-      const T x = GammaSampleItem(KindTag::kGamma, seed, item, g, group.scale,
-                                  log_scale, log_output);
-      if (std::isnan(x)) return CapReached(item, group.shape);
-      out[i] = x;
-    }
+  T failed_shape = T(0);
+  const size_t failed = SampleGroupItems(groups, log_output, seed, first_item,
+                                         out, &failed_shape);
+  if (failed < out.size()) {
+    return CapReached(first_item + failed, failed_shape);
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 #include "server/bad_body_interceptor.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,7 @@ class BadBodyInterceptor : public grpc::experimental::Interceptor {
 };
 
 void AddService(const google::protobuf::ServiceDescriptor* service,
+                const std::vector<std::string>& watched,
                 std::map<std::string, std::string>& types) {
   if (service == nullptr) return;
   for (int i = 0; i < service->method_count(); ++i) {
@@ -51,19 +53,24 @@ void AddService(const google::protobuf::ServiceDescriptor* service,
     // Client-streaming and bidi handlers read their messages later, through
     // the reactor, and report a bad one themselves.
     if (method->client_streaming()) continue;
-    types[absl::StrCat("/", service->full_name(), "/", method->name())] =
-        method->input_type()->full_name();
+    std::string name =
+        absl::StrCat("/", service->full_name(), "/", method->name());
+    if (std::find(watched.begin(), watched.end(), name) == watched.end()) {
+      continue;
+    }
+    types[std::move(name)] = method->input_type()->full_name();
   }
 }
 
 }  // namespace
 
 BadBodyInterceptorFactory::BadBodyInterceptorFactory(
+    const std::vector<std::string>& methods,
     std::function<void(const std::string& method)> on_bad_body)
     : on_bad_body_(std::move(on_bad_body)) {
   AddService(v1::EnumerateRequest::descriptor()->file()->FindServiceByName(
                  "SamplerService"),
-             request_types_);
+             methods, request_types_);
 }
 
 grpc::experimental::Interceptor*

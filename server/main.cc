@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/auth.h"
@@ -372,6 +373,7 @@ int Run(ShutdownWatchdog& watchdog) {
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(std::make_unique<BadBodyInterceptorFactory>(
+      SamplerServiceImpl::DeserializedMethods(),
       [m = metrics.get()](const std::string& method) {
         // "/sampler.v1.SamplerService/SampleGamma" -> "SampleGamma".
         m->Refused(std::string_view(method).substr(method.rfind('/') + 1),
@@ -465,6 +467,13 @@ int main(int argc, char** argv) {
   };
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
+  // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's lock
+  // order checking on (kAbort): every lock and unlock of every gRPC mutex
+  // then updates a global graph of lock pairs, about 6% of the instructions
+  // of a small call (issue 13: bench/results/
+  // small-request-profile-2core-2026-11-26.md). It is a debugging aid, off
+  // in Abseil's own release builds; set before any thread starts.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait in Run receives them.
   sigset_t signals;

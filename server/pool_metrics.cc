@@ -6,7 +6,9 @@
 namespace sampler::server {
 
 PoolMetricsBackend::PoolMetricsBackend(Backend* backend, Metrics* metrics)
-    : backend_(backend), metrics_(metrics) {}
+    : backend_(backend),
+      metrics_(metrics),
+      has_pools_(!backend->PoolUsage().empty()) {}
 
 BackendInfo PoolMetricsBackend::Info() const { return backend_->Info(); }
 
@@ -21,6 +23,10 @@ int PoolMetricsBackend::EagerBatches() const {
 }
 
 void PoolMetricsBackend::Run(AnyBatch batch, BatchDone done) {
+  if (!has_pools_) {
+    backend_->Run(std::move(batch), std::move(done));
+    return;
+  }
   // Nothing of this object is touched once `done` has been called: the
   // batcher may be destroyed (and this object after it) as soon as its last
   // batch has reported.
@@ -32,6 +38,7 @@ void PoolMetricsBackend::Run(AnyBatch batch, BatchDone done) {
 }
 
 bool PoolMetricsBackend::RunHere(AnyBatch& batch, BatchDone& done) {
+  if (!has_pools_) return backend_->RunHere(batch, done);
   // Held apart so that the caller gets it back when the backend declines.
   auto held = std::make_shared<BatchDone>(std::move(done));
   BatchDone recording = [this, held](BatchResult result) {

@@ -266,36 +266,41 @@ const char* ItemsName(Kind kind) {
   return "items";
 }
 
+// The words of a refusal are built only when the request is refused: this
+// runs for every call, and a small call's parse is a few thousand
+// instructions (issue 13).
 absl::Status CheckLimits(Kind kind, bool streamed, const Size& size,
                          const RequestLimits& limits) {
   const char* stream = StreamMethod(kind);
-  const std::string items =
-      absl::StrCat(CountText(size.items), " ", ItemsName(kind));
+  const auto items = [&] {
+    return absl::StrCat(CountText(size.items), " ", ItemsName(kind));
+  };
   if (streamed) {
     if (size.items > limits.max_items_per_stream) {
       return absl::OutOfRangeError(absl::StrCat(
-          items, " exceed the server's max_items_per_stream = ",
+          items(), " exceed the server's max_items_per_stream = ",
           limits.max_items_per_stream, ": split the request into several"));
     }
     return absl::OkStatus();
   }
   // What to do instead: the stream when it would take the request.
-  const std::string advice =
-      stream != nullptr && size.items <= limits.max_items_per_stream
-          ? absl::StrCat(": use ", stream, " (up to ",
-                         limits.max_items_per_stream,
-                         " items, in chunks) or split the request")
-          : ": split the request into several";
+  const auto advice = [&]() -> std::string {
+    return stream != nullptr && size.items <= limits.max_items_per_stream
+               ? absl::StrCat(": use ", stream, " (up to ",
+                              limits.max_items_per_stream,
+                              " items, in chunks) or split the request")
+               : ": split the request into several";
+  };
   if (size.items > MaxUnaryItems(limits)) {
     return absl::OutOfRangeError(
-        absl::StrCat(items, " exceed the server's max_items_per_request = ",
-                     MaxUnaryItems(limits), advice));
+        absl::StrCat(items(), " exceed the server's max_items_per_request = ",
+                     MaxUnaryItems(limits), advice()));
   }
   if (size.bytes > MaxMessageBytes(limits)) {
     return absl::OutOfRangeError(absl::StrCat(
-        "the response (", items, ") would take up to ", CountText(size.bytes),
+        "the response (", items(), ") would take up to ", CountText(size.bytes),
         " bytes, more than the server's max_message_bytes = ",
-        MaxMessageBytes(limits), advice));
+        MaxMessageBytes(limits), advice()));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
@@ -363,6 +364,13 @@ void SamplerServiceImpl::Drain() {
   gamma_.Drain();
   dirichlet_.Drain();
   boards_.Drain();
+}
+
+std::vector<std::string> SamplerServiceImpl::DeserializedMethods() {
+  // SamplerServiceBase makes every other method raw (gRPC keeps which is
+  // which private to its Server).
+  return {absl::StrCat("/", v1::SamplerService::service_full_name(),
+                       "/GetServerInfo")};
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::Enumerate(

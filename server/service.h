@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sampler/v1/sampler.grpc.pb.h"
 #include "server/access_log.h"
@@ -74,6 +75,12 @@ class SamplerServiceImpl final : public SamplerServiceBase {
   // Stops taking jobs and runs everything queued; returns when all batches
   // have completed. Call after the gRPC server has stopped taking calls.
   void Drain();
+
+  // The full names ("/sampler.v1.SamplerService/GetServerInfo") of the
+  // methods whose request gRPC deserializes before their handler runs: the
+  // raw methods parse their bodies themselves. The bad body interceptor
+  // (bad_body_interceptor.h) is needed only on these.
+  static std::vector<std::string> DeserializedMethods();
 
   // Raw: v1::EnumerateRequest -> v1::EnumerateResponse.
   grpc::ServerUnaryReactor* Enumerate(grpc::CallbackServerContext* context,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/base/config.h"
+#include "absl/container/inlined_vector.h"
 #include "server/request_limits.h"
 #include "server/saturating.h"
 #include "server/stream_chunk.h"
@@ -199,7 +200,10 @@ class WireWriter {
 
   const std::shared_ptr<const void> owner_;
   std::string pending_;
-  std::vector<grpc::Slice> slices_;
+  // An answer is mostly a header, its borrowed values and a tail: inline
+  // room for four slices spares a small answer the vector's allocations
+  // (three a call as it grew 1, 2, 4; issue 13).
+  absl::InlinedVector<grpc::Slice, 4> slices_;
 };
 
 // Units [first, first + count) of `total`, none empty (as the Cut*Message
