@@ -6,8 +6,9 @@
 // --issue runs only issue 11's table instead: K = 32, 64, 100, 4096, 8192,
 // 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32 weights,
 // 512 MiB of rows, for the small-K kernel at that K (butterfly below 64,
-// warp per row from 64 on) and the row-split kernel (the K where row-split
-// wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK);
+// warp per row from 64 on), the row-split kernel (the K where row-split
+// wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK) and
+// the lane-per-row kernel up to K = 128;
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
 // 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
 // Each line gives the fraction of the copy bandwidth.
@@ -242,6 +243,10 @@ void Print(const Result& r) {
   std::fflush(stdout);
 }
 
+// The largest K of the lane-per-row kernel (kernels/categorical_lanes.h,
+// private to the library; PrepareCategoricalSegments refuses more).
+constexpr int64_t kLanesLargestK = 128;
+
 int Main(int argc, char** argv) {
   bool quick = false;
   bool issue = false;  // --issue: issue 11's table only
@@ -263,7 +268,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--issue] [--csv FILE] [--k K] "
                    "[--kernel butterfly|butterfly-cap|warp-per-row|"
-                   "prefix-sum|row-split]\n",
+                   "prefix-sum|row-split|lanes]\n",
                    argv[0]);
       return 2;
     }
@@ -315,6 +320,10 @@ int Main(int argc, char** argv) {
             WeightKind::kWeights, k, draws);
         run(float{}, CategoricalKernel::kRowSplit, WeightKind::kWeights, k,
             draws);
+        if (k <= kLanesLargestK) {
+          run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k,
+              draws);
+        }
       }
     }
     // Few rows: where one warp per row leaves most SMs idle (whether the
@@ -340,6 +349,9 @@ int Main(int argc, char** argv) {
   } else {
     const std::vector<int64_t> sweep = {32, 33, 64, 100, 256, 1000, 1024, 4096};
     for (int64_t k : sweep) {
+      if (k <= kLanesLargestK) {
+        run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+      }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
           true);
@@ -351,13 +363,24 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 4);
     }
+    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{128}}) {
+      for (int32_t draws : {4, 32}) {
+        run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, draws);
+      }
+    }
     bench.Fill<float>(WeightKind::kLogits);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+      if (k <= kLanesLargestK) {
+        run(float{}, CategoricalKernel::kLanes, WeightKind::kLogits, k, 1);
+      }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
     }
     bench.Fill<double>(WeightKind::kWeights);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+      if (k <= kLanesLargestK) {
+        run(double{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+      }
       run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
     }

@@ -72,6 +72,10 @@
 // loads column R + 32 b + j (coalesced, no transposition); xor butterflies
 // give every lane the block's tree sums, and the warp runs the contract's
 // search for the row's lane together.
+//
+// kRowSplit (categorical_row_split.cu) and kLanes (categorical_lanes.cu,
+// one row per lane for K up to 128) live in their own files; this one plans
+// and launches them.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -84,6 +88,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "categorical_lanes.h"
 #include "categorical_row_split.h"
 #include "categorical_segments.cuh"
 #include "sampler/kernels/categorical.h"
@@ -634,10 +639,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   PhiloxBlock philox{};
 #pragma unroll 1
   for (int32_t d = 0; d < draws; ++d) {
-    if (d % cat::kDrawsPerBlock == 0) {
-      philox = cat::DrawBlock(seg.seed, item, d);
-    }
-    const U x = cat::MulHi64(cat::DrawBits(philox, d), sum);
+    const U x = cat::NextDrawX(seg.seed, item, d, sum, philox);
     my_out[d] = static_cast<int32_t>(
         cat::SearchBlockEnds(prefix, int64_t{kWarpSize}, categories, x));
   }
@@ -871,6 +873,9 @@ absl::Status Launch(const CategoricalPlan& plan,
     case CategoricalKernel::kRowSplit:
       return LaunchCategoricalRowSplit<T>(plan, device_segments, values, out,
                                           stream);
+    case CategoricalKernel::kLanes:
+      return LaunchCategoricalLanes<T>(plan, device_segments, values, out,
+                                       stream);
   }
   return absl::InvalidArgumentError("LaunchCategorical: bad kernel");
 }
@@ -887,6 +892,8 @@ const char* CategoricalKernelName(CategoricalKernel kernel) {
       return "warp-per-row";
     case CategoricalKernel::kRowSplit:
       return "row-split";
+    case CategoricalKernel::kLanes:
+      return "lanes";
   }
   return "unknown";
 }
@@ -897,7 +904,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   if (kernel != CategoricalKernel::kButterfly &&
       kernel != CategoricalKernel::kPrefixSum &&
       kernel != CategoricalKernel::kWarpPerRow &&
-      kernel != CategoricalKernel::kRowSplit) {
+      kernel != CategoricalKernel::kRowSplit &&
+      kernel != CategoricalKernel::kLanes) {
     return absl::InvalidArgumentError("PrepareCategoricalSegments: bad kernel");
   }
   if (segments.size() >
@@ -959,6 +967,11 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       return SegmentError(i, "categories", s.categories,
                           "too many for the row-split kernel's shared memory");
     }
+    if (kernel == CategoricalKernel::kLanes &&
+        s.categories > kLanesMaxCategories) {
+      return SegmentError(i, "categories", s.categories,
+                          "too many for the lanes kernel (at most 128)");
+    }
   }
 
   // kButterfly: segments with K < 64 first (stable), one launch per class.
@@ -981,7 +994,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   bool any_remnant = false;
   bool any_logits = false;
   int64_t block_cap_used = 0;
-  int64_t max_categories = 0;  // kRowSplit
+  int64_t max_categories = 0;  // kRowSplit, kLanes
   for (CategoricalSegment& s : segments) {
     const int64_t blocks = cat::NumBlocks(s.categories);
     if (kernel == CategoricalKernel::kButterfly && split < 0 &&
@@ -1018,6 +1031,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         }
         break;
       case CategoricalKernel::kRowSplit:
+      case CategoricalKernel::kLanes:
         max_categories = std::max(max_categories, s.categories);
         break;
     }
@@ -1069,6 +1083,11 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       elems = static_cast<int32_t>(block_cap_used);
     }
     plan.smem_warp_elems[0] = plan.smem_warp_elems[1] = round(elems);
+  } else if (kernel == CategoricalKernel::kLanes && max_categories > 0) {
+    const size_t bytes = LanesWarpSmemBytes(
+        max_categories, precision == Precision::kFloat64 ? 8 : 4);
+    plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
+        static_cast<int32_t>((bytes + sizeof(U) - 1) / sizeof(U));
   }
   plan.smem_block_cap = static_cast<int32_t>(block_cap_used);
   return plan;

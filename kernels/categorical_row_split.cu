@@ -72,11 +72,7 @@ constexpr int kWarps = kRowSplitThreads / kWarpSize;
 constexpr int kGroup = kWarpSize;
 
 template <typename T>
-struct RowSplitParams {
-  const CategoricalSegment* segments;
-  int32_t num_segments;
-  const T* values;
-  int32_t* out;
+struct RowSplitParams : SegmentedParams<T> {
   int64_t chunk;  // elements per block
 };
 

@@ -217,5 +217,36 @@ TEST(CategoricalCudaHostTest, BuilderPlacesPlansAndStagesRequests) {
       << finished;
 }
 
+// The lanes kernel takes lane-aligned warps of 32 rows as the butterfly
+// kernel does, shared memory for the batch's largest K (32 rows at an odd
+// stride, 16-byte aligned, then one uint64 per chunk of 8 and row), no
+// workspace, and K up to 128.
+TEST(CategoricalCudaHostTest, LanesPlansWarpsSharedMemoryAndItsLargestK) {
+  std::vector<CategoricalSegment> segments(2);
+  segments[0] = {0, 0, 1, 5, 40, 128, 2};   // lanes 5..44: 2 warps
+  segments[1] = {5120, 80, 2, 0, 3, 7, 1};  // 1 warp
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 5141, 83, CategoricalKernel::kLanes);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[0].task_begin, 0);
+  EXPECT_EQ(segments[1].task_begin, 2);
+  EXPECT_EQ(plan->tasks, 3);
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  // 32 x 129 floats = 16,512 bytes, then 32 x 16 uint64: 20,608 bytes.
+  EXPECT_EQ(plan->smem_warp_elems[0], 20608 / 8);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "lanes");
+
+  std::vector<CategoricalSegment> wide(1);
+  wide[0].rows = 1;
+  wide[0].categories = 129;
+  EXPECT_EQ(
+      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat64, 129,
+                                 1, CategoricalKernel::kLanes)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace sampler::kernels::cuda

@@ -1,6 +1,6 @@
 // GPU tests of the categorical kernels: every output must equal, bit for
-// bit, what the CPU backend returns for the same request (kButterfly and
-// kWarpPerRow: SampleCategoricalCpu; kPrefixSum:
+// bit, what the CPU backend returns for the same request (kButterfly,
+// kWarpPerRow, kRowSplit and kLanes: SampleCategoricalCpu; kPrefixSum:
 // SampleCategoricalReferenceCpu). Inputs are fresh random values from
 // std::random_device seeds, printed on failure; outputs are poisoned before
 // each launch so that an unwritten output fails. Skipped without a GPU.
@@ -553,6 +553,60 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMixedBatch) {
   }
   ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kRowSplit),
                 "row split mixed batch");
+}
+
+// The lane-per-row kernel (K up to 128): every K from 1 to 128 (the
+// remnant alone, blocks and a remnant, every chunk length), D = 1, 4, 17
+// and 32, weights and logits, every FillRow pattern (subnormal totals,
+// zeros of both signs, 30 decades), rows not a multiple of 32 from a
+// first row usually mid-warp.
+TYPED_TEST(CategoricalGpuTest, LanesMatchesCpuForEveryK) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+    for (const int32_t draws : {1, 4, 17, 32}) {
+      Batch<T> batch;
+      for (int64_t k = 1; k <= 128; ++k) {
+        const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
+        batch.Add(rng, 1 + rng.Below(80), k, draws, kind, rng.Bits(), first_row,
+                  CategoricalKernel::kLanes);
+      }
+      ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kLanes),
+                    absl::StrCat("lanes, D ", draws, " ", KindName(kind)));
+    }
+  }
+}
+
+// Many rows of one K (several warps per SM in flight, full warps) and many
+// draws, and a request cut into chunks that start mid-warp.
+TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}}) {
+    batch.Add(rng, 5000, k, 1, WeightKind::kWeights, rng.Bits(), 0,
+              CategoricalKernel::kLanes);
+    batch.Add(rng, 300, k, 257, WeightKind::kWeights, rng.Bits(), 5,
+              CategoricalKernel::kLanes);
+    const std::vector<T> values =
+        MakeValues<T>(rng, 200, k, WeightKind::kLogits);
+    const uint64_t request_seed = rng.Bits();
+    for (int64_t begin : {int64_t{0}, int64_t{7}, int64_t{61}}) {
+      const int64_t end = begin == 0 ? 7 : begin == 7 ? 61 : 200;
+      batch.AddValues(
+          std::vector<T>(values.begin() + begin * k, values.begin() + end * k),
+          end - begin, k, 3, WeightKind::kLogits, request_seed,
+          static_cast<uint64_t>(begin), CategoricalKernel::kLanes);
+    }
+  }
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kLanes),
+                "lanes, many rows and chunks");
 }
 
 }  // namespace

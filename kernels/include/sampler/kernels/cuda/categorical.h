@@ -63,9 +63,15 @@ enum class CategoricalKernel {
   // once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
   // (float) or 198,400 (double): RowSplitMaxCategories.
   kRowSplit,
+  // For small K (categorical_lanes.cu), up to kLanesMaxCategories = 128:
+  // 32 lane-aligned rows per warp as kButterfly, loaded into shared memory
+  // by coalesced asynchronous copies, then one row per lane with no
+  // shuffles (S_d in the contract's order, quantization by multiplication,
+  // a walk over chunk totals). Bits of SampleCategoricalCpu.
+  kLanes,
 };
 
-// "butterfly", "prefix-sum", "warp-per-row", "row-split".
+// "butterfly", "prefix-sum", "warp-per-row", "row-split", "lanes".
 const char* CategoricalKernelName(CategoricalKernel kernel);
 
 // The largest K that kRowSplit takes in `precision`: the most whose chunk
