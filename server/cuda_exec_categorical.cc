@@ -1,5 +1,5 @@
 // SampleCategorical batches on a GPU, one segment per job, rows placed so
-// that each request's lanes are the contract's lanes. Three kernels give the
+// that each request's lanes are the contract's lanes. Four kernels give the
 // same bits (SampleCategoricalCpu's); CategoricalKernelFor picks one per job
 // by its K, and each kernel present runs one launch per precision.
 #include <cstring>
@@ -15,11 +15,16 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-// The butterfly kernel (32 rows per warp) below this K, one warp per row
-// from it on: the H100 run of 2026-11-23
-// (bench/results/kernels-h100-2026-11-23.md) measured that 1.3x (K = 64) to
-// 6x (K >= 1000) faster under contract CAT2.
-constexpr int64_t kWarpPerRowFromK = 64;
+// The lanes kernel (one row per lane, no shuffles) up to its largest K,
+// 128, one warp per row above. By its instruction count
+// (categorical_lanes.cu) it should read at well over twice the rates of the
+// kernels it replaces there, the butterfly kernel (16% of the copy
+// bandwidth at K = 32 on an H100) and one warp per row (9% to 11% at K = 64
+// and 100; bench/results/kernels-h100-2026-11-26.md); categorical_bench
+// --issue measures it beside them. (Before it, the butterfly kernel ran
+// below K = 64 and one warp per row from 64: 1.3x to 6x faster from there,
+// bench/results/kernels-h100-2026-11-23.md.)
+constexpr int64_t kLanesUpToK = 128;
 
 // The row-split kernel (one row across up to 8 blocks) from this K up to
 // its largest (kc::RowSplitMaxCategories). The smallest K measured where it
@@ -76,7 +81,7 @@ absl::StatusOr<double> RunCategorical(Batch<CategoricalJob>& batch,
 
 kc::CategoricalKernel CategoricalKernelFor(int64_t categories,
                                            kernels::Precision precision) {
-  if (categories < kWarpPerRowFromK) return kc::CategoricalKernel::kButterfly;
+  if (categories <= kLanesUpToK) return kc::CategoricalKernel::kLanes;
   if (categories >= kRowSplitFromK &&
       categories <= kc::RowSplitMaxCategories(precision)) {
     return kc::CategoricalKernel::kRowSplit;
@@ -88,7 +93,7 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot) {
   double seconds = 0;
   for (const kc::CategoricalKernel kernel :
-       {kc::CategoricalKernel::kButterfly, kc::CategoricalKernel::kWarpPerRow,
+       {kc::CategoricalKernel::kLanes, kc::CategoricalKernel::kWarpPerRow,
         kc::CategoricalKernel::kRowSplit}) {
     absl::StatusOr<double> f = RunCategorical<float>(batch, slot, kernel);
     if (!f.ok()) return f;

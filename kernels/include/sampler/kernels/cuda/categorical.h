@@ -43,7 +43,8 @@
 namespace sampler::kernels::cuda {
 
 enum class CategoricalKernel {
-  // The service's kernel below K = 64: 32 rows per warp, transposed
+  // The service's kernel below K = 64 until kLanes (now a comparison point
+  // for benchmarks): 32 rows per warp, transposed
   // coalesced loads, the butterfly table built with __shfl_xor_sync, the
   // butterfly search, the remnant. Bits of SampleCategoricalCpu.
   kButterfly,
@@ -51,7 +52,7 @@ enum class CategoricalKernel {
   // row, a full sequential prefix-sum table in the workspace, a binary
   // search. Bits of SampleCategoricalReferenceCpu.
   kPrefixSum,
-  // The service's kernel from K = 64 to 2^15 - 1 and past kRowSplit's
+  // The service's kernel from K = 129 to 2^15 - 1 and past kRowSplit's
   // largest K: one warp per row, coalesced without any transposition, block
   // tree sums by xor butterflies, the contract's search done by the whole
   // warp. Bits of SampleCategoricalCpu.
@@ -63,7 +64,7 @@ enum class CategoricalKernel {
   // once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
   // (float) or 198,400 (double): RowSplitMaxCategories.
   kRowSplit,
-  // For small K (categorical_lanes.cu), up to kLanesMaxCategories = 128:
+  // The service's kernel up to K = 128 (categorical_lanes.cu; its largest):
   // 32 lane-aligned rows per warp as kButterfly, loaded into shared memory
   // by coalesced asynchronous copies, then one row per lane with no
   // shuffles (S_d in the contract's order, quantization by multiplication,
