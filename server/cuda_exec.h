@@ -19,7 +19,7 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<EnumerateJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot);
 // The kernel that ExecuteOnGpu runs a categorical job of `categories` (K)
-// in `precision` on: the butterfly kernel below K = 64, the row-split kernel
+// in `precision` on: the lanes kernel up to K = 128, the row-split kernel
 // from K = 2^15 up to its largest K (RowSplitMaxCategories), one warp per
 // row otherwise (cuda_exec_categorical.cc says what measured each bound).
 kernels::cuda::CategoricalKernel CategoricalKernelFor(
