@@ -7,8 +7,8 @@
 // 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32 weights,
 // 512 MiB of rows, for the small-K kernel at that K (butterfly below 64,
 // warp per row from 64 on), the row-split kernel (the K where row-split
-// wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK) and
-// the lane-per-row kernel up to K = 128;
+// wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
+// lane-per-row kernel up to K = 128 and the warp-tiles kernel from 64;
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
 // 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
 // Each line gives the fraction of the copy bandwidth.
@@ -246,6 +246,8 @@ void Print(const Result& r) {
 // The largest K of the lane-per-row kernel (kernels/categorical_lanes.h,
 // private to the library; PrepareCategoricalSegments refuses more).
 constexpr int64_t kLanesLargestK = 128;
+// And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
+constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
 
 int Main(int argc, char** argv) {
   bool quick = false;
@@ -268,7 +270,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--issue] [--csv FILE] [--k K] "
                    "[--kernel butterfly|butterfly-cap|warp-per-row|"
-                   "prefix-sum|row-split|lanes]\n",
+                   "prefix-sum|row-split|lanes|warp-tiles]\n",
                    argv[0]);
       return 2;
     }
@@ -308,8 +310,8 @@ int Main(int argc, char** argv) {
   };
   // Issue 11's table: the kernels that served K below 2^15 before the lanes
   // kernel (butterfly or warp per row) against the row-split kernel, which
-  // the service runs from 2^15 on, and the lanes kernel, which it runs up to
-  // K = 128 (server/cuda_exec_categorical.cc).
+  // the service runs from 2^15 on, the lanes kernel, which it runs up to
+  // K = 128, and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
     for (int64_t k :
          {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{4096}, int64_t{8192},
@@ -323,6 +325,10 @@ int Main(int argc, char** argv) {
             draws);
         if (k <= kLanesLargestK) {
           run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k,
+              draws);
+        }
+        if (k > 32 && k <= kWarpTilesLargestK) {
+          run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
               draws);
         }
       }
@@ -357,6 +363,7 @@ int Main(int argc, char** argv) {
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
           true);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+      run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
       if (!quick || k == 32 || k == 1024) {
         run(float{}, CategoricalKernel::kPrefixSum, WeightKind::kWeights, k, 1);
       }
@@ -376,6 +383,7 @@ int Main(int argc, char** argv) {
       }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
+      run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kLogits, k, 1);
     }
     bench.Fill<double>(WeightKind::kWeights);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
@@ -384,6 +392,7 @@ int Main(int argc, char** argv) {
       }
       run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+      run(double{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
     }
   }
 

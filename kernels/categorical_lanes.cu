@@ -240,11 +240,8 @@ absl::Status LaunchCategoricalLanes(const CategoricalPlan& plan,
         absl::StrCat("LaunchCategorical: ", plan.tasks,
                      " warps are more than one lanes launch can take"));
   }
-  SegmentedParams<T> params{};
-  params.segments = segments;
-  params.num_segments = plan.num_segments;
-  params.values = values;
-  params.out = out;
+  const SegmentedParams<T> params =
+      SegmentedParamsOf(plan, segments, values, out);
   const size_t smem = static_cast<size_t>(plan.smem_warp_elems[0]) * sizeof(U);
   SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(
       reinterpret_cast<const void*>(LanesKernel<T>), smem));

@@ -447,10 +447,8 @@ absl::Status LaunchCategoricalRowSplit(const CategoricalPlan& plan,
                                        const T* values, int32_t* out,
                                        cudaStream_t stream) {
   RowSplitParams<T> params{};
-  params.segments = segments;
-  params.num_segments = plan.num_segments;
-  params.values = values;
-  params.out = out;
+  static_cast<SegmentedParams<T>&>(params) =
+      SegmentedParamsOf(plan, segments, values, out);
   params.chunk = plan.row_split_chunk;
   switch (plan.row_split_ctas) {
     case 1:

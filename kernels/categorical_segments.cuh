@@ -20,6 +20,19 @@ struct SegmentedParams {
   int32_t* out;
 };
 
+// The shared parameters of a launch (host side).
+template <typename T>
+SegmentedParams<T> SegmentedParamsOf(const CategoricalPlan& plan,
+                                     const CategoricalSegment* segments,
+                                     const T* values, int32_t* out) {
+  SegmentedParams<T> params{};
+  params.segments = segments;
+  params.num_segments = plan.num_segments;
+  params.values = values;
+  params.out = out;
+  return params;
+}
+
 // The segment that owns `task`: the last one whose task_begin <= task.
 __device__ __forceinline__ const CategoricalSegment& FindSegment(
     const CategoricalSegment* segments, int32_t n, int64_t task) {

@@ -248,5 +248,34 @@ TEST(CategoricalCudaHostTest, LanesPlansWarpsSharedMemoryAndItsLargestK) {
       absl::StatusCode::kInvalidArgument);
 }
 
+// The warp-tiles kernel takes one task per row, one uint64 tile end per
+// 128 values of the batch's largest K and row in shared memory, and K up to
+// 2^17.
+TEST(CategoricalCudaHostTest, WarpTilesPlansRowsTilesAndItsLargestK) {
+  std::vector<CategoricalSegment> segments(2);
+  segments[0] = {0, 0, 1, 5, 3, 1000, 2};  // 8 tiles
+  segments[1] = {3000, 6, 2, 0, 2, 129, 1};
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 3258, 8, CategoricalKernel::kWarpTiles);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[1].task_begin, 3);
+  EXPECT_EQ(plan->tasks, 5);
+  EXPECT_EQ(plan->smem_block_cap, 8);
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "warp-tiles");
+
+  std::vector<CategoricalSegment> wide(1);
+  wide[0].rows = 1;
+  wide[0].categories = (int64_t{1} << 17) + 1;
+  EXPECT_EQ(
+      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
+                                 static_cast<uint64_t>(wide[0].categories), 1,
+                                 CategoricalKernel::kWarpTiles)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace sampler::kernels::cuda
