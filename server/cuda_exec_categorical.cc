@@ -1,5 +1,5 @@
 // SampleCategorical batches on a GPU, one segment per job, rows placed so
-// that each request's lanes are the contract's lanes. Four kernels give the
+// that each request's lanes are the contract's lanes. Five kernels give the
 // same bits (SampleCategoricalCpu's); CategoricalKernelFor picks one per job
 // by its K, and each kernel present runs one launch per precision.
 #include <cstring>
@@ -16,12 +16,14 @@ namespace {
 namespace kc = kernels::cuda;
 
 // The lanes kernel (one row per lane, no shuffles) up to its largest K,
-// 128, one warp per row above. By its instruction count
-// (categorical_lanes.cu) it should read at well over twice the rates of the
-// kernels it replaces there, the butterfly kernel (16% of the copy
-// bandwidth at K = 32 on an H100) and one warp per row (9% to 11% at K = 64
-// and 100; bench/results/kernels-h100-2026-11-26.md); categorical_bench
-// --issue measures it beside them. (Before it, the butterfly kernel ran
+// 128, the warp-tiles kernel (one warp per row, integer weights by tiles of
+// 128) above, up to the row-split kernel's K. By their instruction counts
+// (categorical_lanes.cu, categorical_warp_tiles.cu) they should read at
+// well over twice the rates of the kernels they replace there, the
+// butterfly kernel (16% of the copy bandwidth at K = 32 on an H100) and one
+// warp per row (9% to 32% from K = 64 to 4,096;
+// bench/results/kernels-h100-2026-11-26.md); categorical_bench --issue
+// measures them beside those. (Before it, the butterfly kernel ran
 // below K = 64 and one warp per row from 64: 1.3x to 6x faster from there,
 // bench/results/kernels-h100-2026-11-23.md.)
 constexpr int64_t kLanesUpToK = 128;
@@ -86,6 +88,7 @@ kc::CategoricalKernel CategoricalKernelFor(int64_t categories,
       categories <= kc::RowSplitMaxCategories(precision)) {
     return kc::CategoricalKernel::kRowSplit;
   }
+  if (categories < kRowSplitFromK) return kc::CategoricalKernel::kWarpTiles;
   return kc::CategoricalKernel::kWarpPerRow;
 }
 
@@ -93,8 +96,8 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot) {
   double seconds = 0;
   for (const kc::CategoricalKernel kernel :
-       {kc::CategoricalKernel::kLanes, kc::CategoricalKernel::kWarpPerRow,
-        kc::CategoricalKernel::kRowSplit}) {
+       {kc::CategoricalKernel::kLanes, kc::CategoricalKernel::kWarpTiles,
+        kc::CategoricalKernel::kWarpPerRow, kc::CategoricalKernel::kRowSplit}) {
     absl::StatusOr<double> f = RunCategorical<float>(batch, slot, kernel);
     if (!f.ok()) return f;
     absl::StatusOr<double> d = RunCategorical<double>(batch, slot, kernel);

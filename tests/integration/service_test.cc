@@ -911,7 +911,7 @@ std::vector<int32_t> CaseCpu(const CategoricalCase& c) {
 }
 
 // On the CUDA backend (server/cuda_exec_categorical.cc) K up to 128 takes the
-// lanes kernel, 129 to 2^15 - 1 one warp per row, 2^15 up to the
+// lanes kernel, 129 to 2^15 - 1 the warp-tiles kernel, 2^15 up to the
 // row-split kernel's largest K (385,280 float, 198,400 double) the
 // row-split kernel, and one warp per row again past it: every one must give
 // the CPU's bits, in both precisions and input kinds, at each boundary and
@@ -2218,9 +2218,9 @@ TEST_F(BatchingTest, AnAnswerDoesNotDependOnItsBatch) {
 }
 
 // Categorical requests of small and large K in flight together share
-// batches, in which the CUDA backend runs each kernel's jobs (lanes, one
-// warp per row, row-split) as launches of their own: each answer is still
-// the CPU's. (Their 1.7 million items fill more than one batch of
+// batches, in which the CUDA backend runs each kernel's jobs (lanes, warp
+// tiles, row-split, one warp per row) as launches of their own: each answer is
+// still the CPU's. (Their 1.7 million items fill more than one batch of
 // --max_batch_items' default 2^20.)
 TEST_F(BatchingTest, CategoricalBatchOfSmallAndLargeKEqualsTheCpuKernel) {
   const CategoricalCase cases[] = {

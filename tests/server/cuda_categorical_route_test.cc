@@ -25,12 +25,12 @@ TEST(CudaCategoricalRouteTest, LanesUpTo128) {
   }
 }
 
-TEST(CudaCategoricalRouteTest, WarpPerRowFrom129Below2To15) {
+TEST(CudaCategoricalRouteTest, WarpTilesFrom129Below2To15) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kWarpPerRow);
-    EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kWarpPerRow);
+    EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kWarpTiles);
+    EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) - 1, p),
-              CategoricalKernel::kWarpPerRow);
+              CategoricalKernel::kWarpTiles);
   }
 }
 
