@@ -213,7 +213,8 @@ __global__ void __launch_bounds__(kWarpSize)
       chunk += chunk_ends[kWarpSize * c + lane] <= x ? 1 : 0;
     }
     U prefix = chunk > 0 ? chunk_ends[kWarpSize * (chunk - 1) + lane] : 0;
-    const int last = chunk == chunks - 1 ? k - 1 : kLanesChunk * chunk + 7;
+    const int last =
+        chunk == chunks - 1 ? k - 1 : kLanesChunk * chunk + kLanesChunk - 1;
     int j = kLanesChunk * chunk;
     for (; j < last; ++j) {
       prefix = prefix + cat::QuantizeByMultiply(row[j], factors);
