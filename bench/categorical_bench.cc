@@ -6,8 +6,9 @@
 // --issue runs only issue 11's table instead: K = 32, 64, 100, 4096, 8192,
 // 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32 weights,
 // 512 MiB of rows, for the small-K kernel at that K (butterfly below 64,
-// warp per row from 64 on) and the row-split kernel (the K where row-split
-// wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK);
+// warp per row from 64 on), the row-split kernel (the K where row-split
+// wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
+// lane-per-row kernel up to K = 128 and the warp-tiles kernel from 64;
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
 // 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
 // Each line gives the fraction of the copy bandwidth.
@@ -242,6 +243,12 @@ void Print(const Result& r) {
   std::fflush(stdout);
 }
 
+// The largest K of the lane-per-row kernel (kernels/categorical_lanes.h,
+// private to the library; PrepareCategoricalSegments refuses more).
+constexpr int64_t kLanesLargestK = 128;
+// And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
+constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
+
 int Main(int argc, char** argv) {
   bool quick = false;
   bool issue = false;  // --issue: issue 11's table only
@@ -263,7 +270,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--issue] [--csv FILE] [--k K] "
                    "[--kernel butterfly|butterfly-cap|warp-per-row|"
-                   "prefix-sum|row-split]\n",
+                   "prefix-sum|row-split|lanes|warp-tiles]\n",
                    argv[0]);
       return 2;
     }
@@ -301,9 +308,10 @@ int Main(int argc, char** argv) {
     Print(*r);
     results.push_back(*r);
   };
-  // Issue 11's table: the service's kernel below 2^15 at each K (butterfly
-  // or warp per row, server/cuda_exec_categorical.cc) against the row-split
-  // kernel, which the service runs from 2^15 on.
+  // Issue 11's table: the kernels that served K below 2^15 before the lanes
+  // kernel (butterfly or warp per row) against the row-split kernel, which
+  // the service runs from 2^15 on, the lanes kernel, which it runs up to
+  // K = 128, and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
     for (int64_t k :
          {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{4096}, int64_t{8192},
@@ -315,6 +323,14 @@ int Main(int argc, char** argv) {
             WeightKind::kWeights, k, draws);
         run(float{}, CategoricalKernel::kRowSplit, WeightKind::kWeights, k,
             draws);
+        if (k <= kLanesLargestK) {
+          run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k,
+              draws);
+        }
+        if (k > 32 && k <= kWarpTilesLargestK) {
+          run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
+              draws);
+        }
       }
     }
     // Few rows: where one warp per row leaves most SMs idle (whether the
@@ -340,10 +356,14 @@ int Main(int argc, char** argv) {
   } else {
     const std::vector<int64_t> sweep = {32, 33, 64, 100, 256, 1000, 1024, 4096};
     for (int64_t k : sweep) {
+      if (k <= kLanesLargestK) {
+        run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+      }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
           true);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+      run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
       if (!quick || k == 32 || k == 1024) {
         run(float{}, CategoricalKernel::kPrefixSum, WeightKind::kWeights, k, 1);
       }
@@ -351,15 +371,28 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 4);
     }
+    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{128}}) {
+      for (int32_t draws : {4, 32}) {
+        run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, draws);
+      }
+    }
     bench.Fill<float>(WeightKind::kLogits);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+      if (k <= kLanesLargestK) {
+        run(float{}, CategoricalKernel::kLanes, WeightKind::kLogits, k, 1);
+      }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
+      run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kLogits, k, 1);
     }
     bench.Fill<double>(WeightKind::kWeights);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
+      if (k <= kLanesLargestK) {
+        run(double{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+      }
       run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
+      run(double{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
     }
   }
 

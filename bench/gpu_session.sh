@@ -29,7 +29,7 @@ done
 # long under instrumentation).
 declare -A subset=(
   [boards]='BoardsGpuTest.Go19x19TwoColoursMatchesCpu:BoardsGpuTest.MixedBatchMatchesCpu'
-  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch'
+  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch:CategoricalGpuTest/0.LanesManyRowsAndChunks:CategoricalGpuTest/1.WarpTilesMixedBatch'
   [enumerate]='EnumerateGpuTest/*.SanitizerSmoke:EnumerateGpuTest/*.SmallPath*'
   [gamma]='GammaGpuTest/0.MixedBatchesMatchCpuBitForBit:GammaGpuTest/1.DirichletRaggedBatchesMatchCpuBitForBit'
 )
@@ -181,11 +181,11 @@ fi
 # The categorical kernels at issue 11's sizes (categorical_bench --issue):
 # K = 32 to 2^17 (8192 and 16384 among them) with 1, 4 and 32 draws per row
 # over 512 MiB, and 64 rows of 4096, 16384 and 2^17, the small-K kernel
-# against the row-split kernel, each as a
-# fraction of the copy bandwidth measured in the same run. About a minute
-# and a half (68 timings, up from 44).
+# against the row-split kernel, (K up to 128) the lanes kernel and (64 to
+# 2^17) the warp-tiles kernel, each as a fraction of the copy bandwidth
+# measured in the same run. About two minutes (98 timings, up from 68).
 if want categorical; then
-  timeout 180 ./categorical_bench --issue --quick \
+  timeout 240 ./categorical_bench --issue --quick \
     --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1
   summary "categorical issue table: rc=$? $(grep -E 'copy' \
     "$work/categorical_issue.log" | sed -E 's/ +/ /g' | tr '\n' ';')"

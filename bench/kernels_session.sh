@@ -143,8 +143,8 @@ EOF
 step peers 120 env OUT="$work" python3 peers_gpu.py
 step peers_extra 50 python3 "$work/peers_extra.py"
 step gamma_bench 60 ./gamma_bench --json="$work/gamma.json"
-step categorical_bench 60 ./categorical_bench --csv "$work/categorical.csv"
-step categorical_issue 150 ./categorical_bench --issue --quick \
+step categorical_bench 90 ./categorical_bench --csv "$work/categorical.csv"
+step categorical_issue 240 ./categorical_bench --issue --quick \
   --csv "$work/categorical_issue.csv"
 step boards_bench 60 ./boards_bench
 

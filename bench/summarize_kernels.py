@@ -251,6 +251,41 @@ def best(cands):
     return max(cands, key=lambda c: c[1]) if cands else (None, None)
 
 
+# server/cuda_exec_categorical.cc's CategoricalKernelFor (keep in step): the
+# kernel the service runs a categorical job of K on.
+ROW_SPLIT_LARGEST_K = {"f32": 385280, "f64": 198400}
+
+
+def service_kernel(K, precision="f32"):
+    if K <= 128:
+        return "lanes"
+    if K < 2 ** 15:
+        return "warp-tiles"
+    if K <= ROW_SPLIT_LARGEST_K.get(precision, 198400):
+        return "row-split"
+    return "warp-per-row"
+
+
+# The routing before the lanes and warp-tiles kernels, for runs that did not
+# measure them.
+def earlier_service_kernel(K, precision="f32"):
+    if K < 64:
+        return "butterfly"
+    if 2 ** 15 <= K <= ROW_SPLIT_LARGEST_K.get(precision, 198400):
+        return "row-split"
+    return "warp-per-row"
+
+
+def routed_row(rows, K, precision):
+    """The row of the service's kernel at K among `rows` (one K), else of the
+    earlier routing's kernel, else None."""
+    for kern in (service_kernel(K, precision), earlier_service_kernel(K, precision)):
+        r = next((r for r in rows if r["kernel"] == kern), None)
+        if r is not None:
+            return r
+    return None
+
+
 def analyse(d):
     """Adds d["targets"] and d["tables"] from the parsed numbers."""
     peers, xp = d["peers"], d["peers_extra"]
@@ -295,20 +330,20 @@ def analyse(d):
                                 "fraction_of_copy": row["fraction_of_copy"]})
     tables["gamma"] = rows
 
-    # Categorical: butterfly, f32 weights, one draw per row.
+    # Categorical: the service's kernel at each K, f32 weights, one draw per row.
     c = d["ours"]["categorical"]
     rows = []
     for r in c["rows"]:
         r = dict(r)
-        bytes_ = r["rows"] * r["K"] * (4 if r["precision"] == "f32" else 8) + r["rows"] * r["draws"] * 4
         r["fraction_of_ceiling"] = r["tb_per_s"] / ceiling
         rows.append(r)
     tables["categorical_all"] = rows
     crow = []
-    for K in sorted({r["K"] for r in rows if r["kernel"] == "butterfly" and r["kind"] == "weights"
-                     and r["precision"] == "f32" and r["draws"] == 1}):
-        ours = next(r for r in rows if r["kernel"] == "butterfly" and r["kind"] == "weights"
-                    and r["precision"] == "f32" and r["draws"] == 1 and r["K"] == K)
+    one_draw = [r for r in rows if r["kind"] == "weights" and r["precision"] == "f32" and r["draws"] == 1]
+    for K in sorted({r["K"] for r in one_draw}):
+        ours = routed_row([r for r in one_draw if r["K"] == K], K, "f32")
+        if ours is None:
+            continue
         cands = []
         if K in (32, 256, 1024):
             cands = [("torch.multinomial", peers_rate(peers, f"torch.multinomial K={K} one draw/dist")),
@@ -319,7 +354,8 @@ def analyse(d):
         bname, bval = best(cands)
         ours_m = ours["rows_per_s"] / 1e6
         peer_frac = (bval * 1e6 * (K * 4 + 4) / (ceiling * 1e12)) if bval else None
-        row = {"K": K, "rows": ours["rows"], "ours_mrows_per_s": ours_m, "ours_tb_per_s": ours["tb_per_s"],
+        row = {"K": K, "kernel": ours["kernel"], "rows": ours["rows"], "ours_mrows_per_s": ours_m,
+               "ours_tb_per_s": ours["tb_per_s"],
                "fraction_of_ceiling": ours["fraction_of_ceiling"],
                "fraction_of_own_copy": ours["fraction_of_own_copy"],
                "best_peer": bname, "best_peer_mrows_per_s": bval,
@@ -339,7 +375,10 @@ def analyse(d):
     # Issue 11's table (categorical_bench --issue): K x draws x kernel, and
     # few rows of a large K; every case against the 70% of copy target.
     ci = (d["ours"].get("categorical_issue") or {}).get("rows", [])
-    tables["categorical_issue"] = [dict(r, fraction_of_ceiling=r["tb_per_s"] / ceiling) for r in ci]
+    tables["categorical_issue"] = [
+        dict(r, fraction_of_ceiling=r["tb_per_s"] / ceiling,
+             service=r["kernel"] == service_kernel(r["K"], r.get("precision", "f32")))
+        for r in ci]
 
     # Enumeration: float, m = n, the peers' batches.
     e = d["ours"]["enumerate"]
@@ -607,17 +646,19 @@ def markdown(d, prefix):
     # Categorical.
     A("## Categorical")
     A("")
-    A("Butterfly kernel (the service's), float32 weights, one draw per row, M = 2^27 / K rows "
+    A("The service's kernel at each K (server/cuda_exec_categorical.cc: lanes up to K = 128, "
+      "warp tiles to 2^15 - 1, row split beyond; butterfly below 64 and warp per row from 64 in runs "
+      "before them), float32 weights, one draw per row, M = 2^27 / K rows "
       "(512 MiB), the same M as the peers. TB/s counts M x K x 4 bytes read plus M x 4 written. "
       "Peers (same M, K): `torch.multinomial`, `Categorical.sample`, Gumbel-max argmax, "
       "cumsum + searchsorted, and `jax.random.categorical` at K = 1024; their fraction of copy "
       "counts the same bytes.")
     A("")
-    A("| K | ours Mrows/s | ours TB/s | fraction of copy (ceiling) | (own copy) | best peer | peer Mrows/s | peer fraction of copy | ours / best peer | target | met? |")
-    A("|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---|")
+    A("| K | kernel | ours Mrows/s | ours TB/s | fraction of copy (ceiling) | (own copy) | best peer | peer Mrows/s | peer fraction of copy | ours / best peer | target | met? |")
+    A("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|")
     for r in t["categorical"]:
         tgt = r["K"] in (32, 256, 1024)
-        A(f"| {r['K']} | {r['ours_mrows_per_s']:,.0f} | {r['ours_tb_per_s']:.3f} | "
+        A(f"| {r['K']} | {r.get('kernel', 'butterfly')} | {r['ours_mrows_per_s']:,.0f} | {r['ours_tb_per_s']:.3f} | "
           f"{pct(r['fraction_of_ceiling'])} | {pct(r['fraction_of_own_copy'])} | {r['best_peer'] or '-'} | "
           f"{num(r['best_peer_mrows_per_s'], 1)} | {pct(r['best_peer_fraction_of_ceiling'])} | "
           f"{ratio(r['ratio_best'], 1)} | {'>= 70%' if tgt else '-'} | "
@@ -634,14 +675,15 @@ def markdown(d, prefix):
     A(f"![categorical]({plots}/categorical.png)")
     A("")
     if t.get("categorical_issue"):
-        A("Issue 11's table (`categorical_bench --issue`, float32 weights): the service's kernel at each K "
-          "(butterfly below 64, warp per row from 64) and the row-split kernel, 512 MiB of rows, then "
-          "64 rows of 2^17; target >= 70% of copy in every case.")
+        A("Issue 11's table (`categorical_bench --issue`, float32 weights): every kernel measured at each K "
+          "(\"service\": the one server/cuda_exec_categorical.cc routes that K to now), 512 MiB of rows, "
+          "then 64 rows of 4096, 16384 and 2^17; target >= 70% of copy in every case.")
         A("")
-        A("| kernel | K | rows | D | µs | TB/s | fraction of copy | met? |")
-        A("|---|---:|---:|---:|---:|---:|---:|---|")
+        A("| kernel | service? | K | rows | D | µs | TB/s | fraction of copy | met? |")
+        A("|---|---|---:|---:|---:|---:|---:|---:|---|")
         for r in t["categorical_issue"]:
-            A(f"| {r['kernel']} | {r['K']} | {r['rows']} | {r['draws']} | {r['median_us']:.1f} | "
+            A(f"| {r['kernel']} | {'service' if r.get('service') else ''} | {r['K']} | {r['rows']} | "
+              f"{r['draws']} | {r['median_us']:.1f} | "
               f"{r['tb_per_s']:.3f} | {pct(r['fraction_of_ceiling'])} | "
               f"{'met' if r['fraction_of_ceiling'] >= 0.7 else 'missed'} |")
         A("")
@@ -786,7 +828,7 @@ def plots(d, folder):
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     ax = axes[0]
     allr = t["categorical_all"]
-    for kern in ("butterfly", "butterfly-cap", "warp-per-row", "prefix-sum"):
+    for kern in ("lanes", "warp-tiles", "butterfly", "butterfly-cap", "warp-per-row", "prefix-sum"):
         rs = sorted((r for r in allr if r["kernel"] == kern and r["precision"] == "f32"
                      and r["kind"] == "weights" and r["draws"] == 1), key=lambda r: r["K"])
         if rs:
@@ -813,7 +855,7 @@ def plots(d, folder):
     ax = axes[1]
     rs = [r for r in t["categorical"]]
     rs = [r for r in rs if r["K"] & (r["K"] - 1) == 0]
-    ax.plot([r["K"] for r in rs], [r["ours_mrows_per_s"] for r in rs], "o-", label="ours (butterfly)")
+    ax.plot([r["K"] for r in rs], [r["ours_mrows_per_s"] for r in rs], "o-", label="ours (service's kernel)")
     peer_names = sorted({n for r in t["categorical"] for n in r["peers"]})
     for n in peer_names:
         pts = [(r["K"], r["peers"][n]) for r in t["categorical"] if n in r["peers"]]

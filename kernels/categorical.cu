@@ -72,6 +72,11 @@
 // loads column R + 32 b + j (coalesced, no transposition); xor butterflies
 // give every lane the block's tree sums, and the warp runs the contract's
 // search for the row's lane together.
+//
+// kRowSplit (categorical_row_split.cu), kLanes (categorical_lanes.cu, one
+// row per lane for K up to 128) and kWarpTiles (categorical_warp_tiles.cu,
+// one warp per row by tiles of 128 for K up to 2^17) live in their own
+// files; this one plans and launches them.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -84,8 +89,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "categorical_lanes.h"
 #include "categorical_row_split.h"
 #include "categorical_segments.cuh"
+#include "categorical_warp_row.cuh"
+#include "categorical_warp_tiles.h"
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/categorical_core.h"
 #include "sampler/kernels/common.h"
@@ -145,12 +153,6 @@ struct KernelParams {
   int32_t smem_block_ends;
   int32_t smem_block_cap;
 };
-
-// w from a stored value: the weight itself, or exp(l - max) for logits.
-template <typename T>
-__device__ __forceinline__ T ToWeight(T v, bool logits, T row_max) {
-  return logits ? detmath::Exp(v - row_max) : v;
-}
 
 // A value staged in a 64-bit shared-memory slot by its bits.
 __device__ __forceinline__ U StageBits(float v) { return detmath::Bits(v); }
@@ -634,10 +636,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   PhiloxBlock philox{};
 #pragma unroll 1
   for (int32_t d = 0; d < draws; ++d) {
-    if (d % cat::kDrawsPerBlock == 0) {
-      philox = cat::DrawBlock(seg.seed, item, d);
-    }
-    const U x = cat::MulHi64(cat::DrawBits(philox, d), sum);
+    const U x = cat::NextDrawX(seg.seed, item, d, sum, philox);
     my_out[d] = static_cast<int32_t>(
         cat::SearchBlockEnds(prefix, int64_t{kWarpSize}, categories, x));
   }
@@ -670,31 +669,11 @@ __global__ void __launch_bounds__(kBlockThreads)
                       p.smem_block_ends
                 : p.workspace + seg.workspace_offset + my_row * blocks;
 
-  T row_max = T(0);
-  if (logits) {
-    row_max = -std::numeric_limits<T>::infinity();
-    for (int64_t j = lane; j < categories; j += kWarpSize) {
-      row_max = Max<T>()(row_max, row[j]);
-    }
-    row_max = WarpMaxOf<ButterflyOrder::kLowToHigh>(row_max);
-  }
-
-  // The row scale: the remnant's double sum in order, lane l's column sum,
-  // and their pairwise tree by an xor butterfly (each node left + right, in
-  // either order: the same double).
-  const T my_weight =
-      lane < remnant ? ToWeight(row[lane], logits, row_max) : T(0);
-  double scale_sum = WarpSumInLaneOrder(0.0, my_weight, remnant);
-  if (blocks > 0) {
-    double column = 0;
-    for (int64_t b = 0; b < blocks; ++b) {
-      column = column + static_cast<double>(ToWeight(
-                            __ldg(row + remnant + kWarpSize * b + lane), logits,
-                            row_max));
-    }
-    scale_sum = scale_sum + WarpSum<ButterflyOrder::kLowToHigh>(column);
-  }
-  const int scale = cat::RowScale(scale_sum);
+  const T row_max = logits ? WarpRowMax(row, categories, lane) : T(0);
+  // The row scale (categorical_warp_row.cuh).
+  T my_weight;
+  const int scale = cat::RowScale(
+      WarpRowScaleSum(row, categories, lane, logits, row_max, &my_weight));
 
   // Remnant prefixes: lane j keeps P_j; everyone gets P_{R-1}.
   const U my_q = cat::QuantizeWeight(my_weight, scale);
@@ -871,6 +850,12 @@ absl::Status Launch(const CategoricalPlan& plan,
     case CategoricalKernel::kRowSplit:
       return LaunchCategoricalRowSplit<T>(plan, device_segments, values, out,
                                           stream);
+    case CategoricalKernel::kLanes:
+      return LaunchCategoricalLanes<T>(plan, device_segments, values, out,
+                                       stream);
+    case CategoricalKernel::kWarpTiles:
+      return LaunchCategoricalWarpTiles<T>(plan, device_segments, values, out,
+                                           stream);
   }
   return absl::InvalidArgumentError("LaunchCategorical: bad kernel");
 }
@@ -887,6 +872,10 @@ const char* CategoricalKernelName(CategoricalKernel kernel) {
       return "warp-per-row";
     case CategoricalKernel::kRowSplit:
       return "row-split";
+    case CategoricalKernel::kLanes:
+      return "lanes";
+    case CategoricalKernel::kWarpTiles:
+      return "warp-tiles";
   }
   return "unknown";
 }
@@ -897,7 +886,9 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   if (kernel != CategoricalKernel::kButterfly &&
       kernel != CategoricalKernel::kPrefixSum &&
       kernel != CategoricalKernel::kWarpPerRow &&
-      kernel != CategoricalKernel::kRowSplit) {
+      kernel != CategoricalKernel::kRowSplit &&
+      kernel != CategoricalKernel::kLanes &&
+      kernel != CategoricalKernel::kWarpTiles) {
     return absl::InvalidArgumentError("PrepareCategoricalSegments: bad kernel");
   }
   if (segments.size() >
@@ -959,6 +950,16 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       return SegmentError(i, "categories", s.categories,
                           "too many for the row-split kernel's shared memory");
     }
+    if (kernel == CategoricalKernel::kLanes &&
+        s.categories > kLanesMaxCategories) {
+      return SegmentError(i, "categories", s.categories,
+                          "too many for the lanes kernel (at most 128)");
+    }
+    if (kernel == CategoricalKernel::kWarpTiles &&
+        s.categories > kWarpTilesMaxCategories) {
+      return SegmentError(i, "categories", s.categories,
+                          "too many for the warp-tiles kernel (at most 2^17)");
+    }
   }
 
   // kButterfly: segments with K < 64 first (stable), one launch per class.
@@ -981,7 +982,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   bool any_remnant = false;
   bool any_logits = false;
   int64_t block_cap_used = 0;
-  int64_t max_categories = 0;  // kRowSplit
+  int64_t max_categories = 0;  // kRowSplit, kLanes
   for (CategoricalSegment& s : segments) {
     const int64_t blocks = cat::NumBlocks(s.categories);
     if (kernel == CategoricalKernel::kButterfly && split < 0 &&
@@ -990,7 +991,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     }
     const int64_t seg_tasks =
         kernel == CategoricalKernel::kWarpPerRow ||
-                kernel == CategoricalKernel::kRowSplit
+                kernel == CategoricalKernel::kRowSplit ||
+                kernel == CategoricalKernel::kWarpTiles
             ? s.rows
             : (cat::LaneOf(s.first_row) + s.rows + kWarpSize - 1) / kWarpSize;
     s.task_begin = tasks;
@@ -1018,6 +1020,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         }
         break;
       case CategoricalKernel::kRowSplit:
+      case CategoricalKernel::kLanes:
+      case CategoricalKernel::kWarpTiles:
         max_categories = std::max(max_categories, s.categories);
         break;
     }
@@ -1069,6 +1073,18 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       elems = static_cast<int32_t>(block_cap_used);
     }
     plan.smem_warp_elems[0] = plan.smem_warp_elems[1] = round(elems);
+  } else if (kernel == CategoricalKernel::kLanes && max_categories > 0) {
+    const bool staged_draws =
+        std::any_of(segments.begin(), segments.end(),
+                    [](const CategoricalSegment& s) { return s.draws > 1; });
+    const size_t bytes = LanesWarpSmemBytes(
+        max_categories, precision == Precision::kFloat64 ? 8 : 4, staged_draws);
+    plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
+        static_cast<int32_t>((bytes + sizeof(U) - 1) / sizeof(U));
+  } else if (kernel == CategoricalKernel::kWarpTiles) {
+    // One running total per tile and row (warp).
+    block_cap_used = (max_categories + kWarpTilesValuesPerTile - 1) /
+                     kWarpTilesValuesPerTile;
   }
   plan.smem_block_cap = static_cast<int32_t>(block_cap_used);
   return plan;

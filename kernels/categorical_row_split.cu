@@ -72,11 +72,7 @@ constexpr int kWarps = kRowSplitThreads / kWarpSize;
 constexpr int kGroup = kWarpSize;
 
 template <typename T>
-struct RowSplitParams {
-  const CategoricalSegment* segments;
-  int32_t num_segments;
-  const T* values;
-  int32_t* out;
+struct RowSplitParams : SegmentedParams<T> {
   int64_t chunk;  // elements per block
 };
 
@@ -451,10 +447,8 @@ absl::Status LaunchCategoricalRowSplit(const CategoricalPlan& plan,
                                        const T* values, int32_t* out,
                                        cudaStream_t stream) {
   RowSplitParams<T> params{};
-  params.segments = segments;
-  params.num_segments = plan.num_segments;
-  params.values = values;
-  params.out = out;
+  static_cast<SegmentedParams<T>&>(params) =
+      SegmentedParamsOf(plan, segments, values, out);
   params.chunk = plan.row_split_chunk;
   switch (plan.row_split_ctas) {
     case 1:

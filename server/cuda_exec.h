@@ -19,9 +19,10 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<EnumerateJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot);
 // The kernel that ExecuteOnGpu runs a categorical job of `categories` (K)
-// in `precision` on: the butterfly kernel below K = 64, the row-split kernel
-// from K = 2^15 up to its largest K (RowSplitMaxCategories), one warp per
-// row otherwise (cuda_exec_categorical.cc says what measured each bound).
+// in `precision` on: the lanes kernel up to K = 128, the warp-tiles kernel
+// from 129 to 2^15 - 1, the row-split kernel from K = 2^15 up to its
+// largest K (RowSplitMaxCategories), one warp per row past it
+// (cuda_exec_categorical.cc says what measured each bound).
 kernels::cuda::CategoricalKernel CategoricalKernelFor(
     int64_t categories, kernels::Precision precision);
 absl::StatusOr<double> ExecuteOnGpu(Batch<GammaJob>& batch, CudaSlot& slot);

@@ -1,5 +1,5 @@
 // SampleCategorical batches on a GPU, one segment per job, rows placed so
-// that each request's lanes are the contract's lanes. Three kernels give the
+// that each request's lanes are the contract's lanes. Five kernels give the
 // same bits (SampleCategoricalCpu's); CategoricalKernelFor picks one per job
 // by its K, and each kernel present runs one launch per precision.
 #include <cstring>
@@ -15,11 +15,18 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-// The butterfly kernel (32 rows per warp) below this K, one warp per row
-// from it on: the H100 run of 2026-11-23
-// (bench/results/kernels-h100-2026-11-23.md) measured that 1.3x (K = 64) to
-// 6x (K >= 1000) faster under contract CAT2.
-constexpr int64_t kWarpPerRowFromK = 64;
+// The lanes kernel (one row per lane, no shuffles) up to its largest K,
+// 128, the warp-tiles kernel (one warp per row, integer weights by tiles of
+// 128) above, up to the row-split kernel's K. By their instruction counts
+// (categorical_lanes.cu, categorical_warp_tiles.cu) they should read at
+// well over twice the rates of the kernels they replace there, the
+// butterfly kernel (16% of the copy bandwidth at K = 32 on an H100) and one
+// warp per row (9% to 32% from K = 64 to 4,096;
+// bench/results/kernels-h100-2026-11-26.md); categorical_bench --issue
+// measures them beside those. (Before it, the butterfly kernel ran
+// below K = 64 and one warp per row from 64: 1.3x to 6x faster from there,
+// bench/results/kernels-h100-2026-11-23.md.)
+constexpr int64_t kLanesUpToK = 128;
 
 // The row-split kernel (one row across up to 8 blocks) from this K up to
 // its largest (kc::RowSplitMaxCategories). The smallest K measured where it
@@ -76,11 +83,12 @@ absl::StatusOr<double> RunCategorical(Batch<CategoricalJob>& batch,
 
 kc::CategoricalKernel CategoricalKernelFor(int64_t categories,
                                            kernels::Precision precision) {
-  if (categories < kWarpPerRowFromK) return kc::CategoricalKernel::kButterfly;
+  if (categories <= kLanesUpToK) return kc::CategoricalKernel::kLanes;
   if (categories >= kRowSplitFromK &&
       categories <= kc::RowSplitMaxCategories(precision)) {
     return kc::CategoricalKernel::kRowSplit;
   }
+  if (categories < kRowSplitFromK) return kc::CategoricalKernel::kWarpTiles;
   return kc::CategoricalKernel::kWarpPerRow;
 }
 
@@ -88,8 +96,8 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot) {
   double seconds = 0;
   for (const kc::CategoricalKernel kernel :
-       {kc::CategoricalKernel::kButterfly, kc::CategoricalKernel::kWarpPerRow,
-        kc::CategoricalKernel::kRowSplit}) {
+       {kc::CategoricalKernel::kLanes, kc::CategoricalKernel::kWarpTiles,
+        kc::CategoricalKernel::kWarpPerRow, kc::CategoricalKernel::kRowSplit}) {
     absl::StatusOr<double> f = RunCategorical<float>(batch, slot, kernel);
     if (!f.ok()) return f;
     absl::StatusOr<double> d = RunCategorical<double>(batch, slot, kernel);

@@ -217,5 +217,72 @@ TEST(CategoricalCudaHostTest, BuilderPlacesPlansAndStagesRequests) {
       << finished;
 }
 
+// The lanes kernel takes lane-aligned warps of 32 rows as the butterfly
+// kernel does, shared memory for the batch's largest K (32 rows at an odd
+// stride, 16-byte aligned, one uint64 per chunk of 8 and row, and 32 x 33
+// int32 draws staged where some D > 1), no workspace, and K up to 128.
+TEST(CategoricalCudaHostTest, LanesPlansWarpsSharedMemoryAndItsLargestK) {
+  std::vector<CategoricalSegment> segments(2);
+  segments[0] = {0, 0, 1, 5, 40, 128, 2};   // lanes 5..44: 2 warps
+  segments[1] = {5120, 80, 2, 0, 3, 7, 1};  // 1 warp
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 5141, 83, CategoricalKernel::kLanes);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[0].task_begin, 0);
+  EXPECT_EQ(segments[1].task_begin, 2);
+  EXPECT_EQ(plan->tasks, 3);
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  // 32 x 129 floats = 16,512 bytes, 32 x 16 uint64 and, for D = 2, 32 x 33
+  // staged int32 draws: 24,832 bytes.
+  EXPECT_EQ(plan->smem_warp_elems[0], 24832 / 8);
+  segments[0].draws = 1;  // no D > 1: no staging area
+  plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 5141, 83, CategoricalKernel::kLanes);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->smem_warp_elems[0], 20608 / 8);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "lanes");
+
+  std::vector<CategoricalSegment> wide(1);
+  wide[0].rows = 1;
+  wide[0].categories = 129;
+  EXPECT_EQ(
+      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat64, 129,
+                                 1, CategoricalKernel::kLanes)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+// The warp-tiles kernel takes one task per row, one uint64 tile end per
+// 128 values of the batch's largest K and row in shared memory, and K up to
+// 2^17.
+TEST(CategoricalCudaHostTest, WarpTilesPlansRowsTilesAndItsLargestK) {
+  std::vector<CategoricalSegment> segments(2);
+  segments[0] = {0, 0, 1, 5, 3, 1000, 2};  // 8 tiles
+  segments[1] = {3000, 6, 2, 0, 2, 129, 1};
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 3258, 8, CategoricalKernel::kWarpTiles);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[1].task_begin, 3);
+  EXPECT_EQ(plan->tasks, 5);
+  EXPECT_EQ(plan->smem_block_cap, 8);
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "warp-tiles");
+
+  std::vector<CategoricalSegment> wide(1);
+  wide[0].rows = 1;
+  wide[0].categories = (int64_t{1} << 17) + 1;
+  EXPECT_EQ(
+      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
+                                 static_cast<uint64_t>(wide[0].categories), 1,
+                                 CategoricalKernel::kWarpTiles)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace sampler::kernels::cuda

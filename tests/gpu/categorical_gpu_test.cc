@@ -1,6 +1,7 @@
 // GPU tests of the categorical kernels: every output must equal, bit for
-// bit, what the CPU backend returns for the same request (kButterfly and
-// kWarpPerRow: SampleCategoricalCpu; kPrefixSum:
+// bit, what the CPU backend returns for the same request (kButterfly,
+// kWarpPerRow, kRowSplit, kLanes and kWarpTiles: SampleCategoricalCpu;
+// kPrefixSum:
 // SampleCategoricalReferenceCpu). Inputs are fresh random values from
 // std::random_device seeds, printed on failure; outputs are poisoned before
 // each launch so that an unwritten output fails. Skipped without a GPU.
@@ -249,6 +250,26 @@ void ExpectMatches(const Batch<T>& batch, const std::vector<int32_t>& got,
     }
   }
   EXPECT_EQ(bad, 0) << what << ": " << bad << " mismatches";
+}
+
+// One launch of `requests` requests with their own K (one in six large:
+// big_from + Below(big_span), the others 1 to 3,000), D (one in three up to
+// 300), kind, seed and first row, 1 to max_rows rows each, through `kernel`.
+template <typename T>
+void ExpectMixedBatchMatches(InputRng& rng, CategoricalKernel kernel,
+                             int requests, int64_t big_from, int64_t big_span,
+                             int64_t max_rows, const std::string& what) {
+  Batch<T> batch;
+  for (int i = 0; i < requests; ++i) {
+    const int64_t k = rng.Below(6) == 0 ? big_from + rng.Below(big_span)
+                                        : 1 + rng.Below(3000);
+    const int32_t draws = rng.Below(3) == 0 ? 1 + rng.Below(300) : 1;
+    const WeightKind kind =
+        rng.Below(2) == 0 ? WeightKind::kWeights : WeightKind::kLogits;
+    batch.Add(rng, 1 + rng.Below(max_rows), k, draws, kind, rng.Bits(),
+              rng.Below(1000), kernel);
+  }
+  ExpectMatches(batch, RunOnGpu(batch, kernel), what);
 }
 
 template <typename T>
@@ -541,18 +562,102 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMixedBatch) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(absl::StrCat("input seed ", seed));
   InputRng rng(seed);
-  Batch<T> batch;
-  for (int i = 0; i < 24; ++i) {
-    const int64_t k =
-        rng.Below(6) == 0 ? 20000 + rng.Below(50000) : 1 + rng.Below(3000);
-    const int32_t draws = rng.Below(3) == 0 ? 1 + rng.Below(300) : 1;
-    const WeightKind kind =
-        rng.Below(2) == 0 ? WeightKind::kWeights : WeightKind::kLogits;
-    batch.Add(rng, 1 + rng.Below(8), k, draws, kind, rng.Bits(),
-              rng.Below(1000), CategoricalKernel::kRowSplit);
+  ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kRowSplit, 24, 20000,
+                             50000, 8, "row split mixed batch");
+}
+
+// The lane-per-row kernel (K up to 128): every K from 1 to 128 (the
+// remnant alone, blocks and a remnant, every chunk length), D = 1, 4, 17
+// and 32, weights and logits, every FillRow pattern (subnormal totals,
+// zeros of both signs, 30 decades), rows not a multiple of 32 from a
+// first row usually mid-warp.
+TYPED_TEST(CategoricalGpuTest, LanesMatchesCpuForEveryK) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+    for (const int32_t draws : {1, 4, 17, 32}) {
+      Batch<T> batch;
+      for (int64_t k = 1; k <= 128; ++k) {
+        const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
+        batch.Add(rng, 1 + rng.Below(80), k, draws, kind, rng.Bits(), first_row,
+                  CategoricalKernel::kLanes);
+      }
+      ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kLanes),
+                    absl::StrCat("lanes, D ", draws, " ", KindName(kind)));
+    }
   }
-  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kRowSplit),
-                "row split mixed batch");
+}
+
+// Many rows of one K (several warps per SM in flight, full warps) and many
+// draws, and a request cut into chunks that start mid-warp.
+TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}}) {
+    batch.Add(rng, 5000, k, 1, WeightKind::kWeights, rng.Bits(), 0,
+              CategoricalKernel::kLanes);
+    batch.Add(rng, 300, k, 257, WeightKind::kWeights, rng.Bits(), 5,
+              CategoricalKernel::kLanes);
+    const std::vector<T> values =
+        MakeValues<T>(rng, 200, k, WeightKind::kLogits);
+    const uint64_t request_seed = rng.Bits();
+    for (int64_t begin : {int64_t{0}, int64_t{7}, int64_t{61}}) {
+      const int64_t end = begin == 0 ? 7 : begin == 7 ? 61 : 200;
+      batch.AddValues(
+          std::vector<T>(values.begin() + begin * k, values.begin() + end * k),
+          end - begin, k, 3, WeightKind::kLogits, request_seed,
+          static_cast<uint64_t>(begin), CategoricalKernel::kLanes);
+    }
+  }
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kLanes),
+                "lanes, many rows and chunks");
+}
+
+// The warp-tiles kernel (K up to 2^17): K around its tiles of 128 (one
+// tile, a partial last tile, many tiles) and the contract's blocks of 32,
+// D = 1, 4 and 32, weights and logits, every FillRow pattern, rows whose
+// start is and is not 16-byte aligned.
+TYPED_TEST(CategoricalGpuTest, WarpTilesMatchesCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  for (int64_t k :
+       {int64_t{1}, int64_t{33}, int64_t{127}, int64_t{128}, int64_t{129},
+        int64_t{255}, int64_t{256}, int64_t{1000}, int64_t{1001}, int64_t{4096},
+        int64_t{16385}, int64_t{1} << 17}) {
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      const int64_t rows = k >= 16384 ? 2 + rng.Below(4) : 3 + rng.Below(40);
+      const std::vector<T> values = MakeValues<T>(rng, rows, k, kind);
+      Batch<T> batch;
+      for (int32_t draws : {1, 4, 32}) {
+        batch.AddValues(values, rows, k, draws, kind, rng.Bits(),
+                        rng.Below(1000), CategoricalKernel::kWarpTiles);
+      }
+      ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kWarpTiles),
+                    absl::StrCat("warp tiles, K ", k, " ", KindName(kind)));
+    }
+  }
+}
+
+// One launch of many requests with their own K (the tile ends sized by the
+// largest), D, kind, seed and first row.
+TYPED_TEST(CategoricalGpuTest, WarpTilesMixedBatch) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kWarpTiles, 30, 10000,
+                             30000, 20, "warp tiles mixed batch");
 }
 
 }  // namespace

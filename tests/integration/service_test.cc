@@ -910,8 +910,8 @@ std::vector<int32_t> CaseCpu(const CategoricalCase& c) {
   return expected;
 }
 
-// On the CUDA backend (server/cuda_exec_categorical.cc) K below 64 takes the
-// butterfly kernel, 64 to 2^15 - 1 one warp per row, 2^15 up to the
+// On the CUDA backend (server/cuda_exec_categorical.cc) K up to 128 takes the
+// lanes kernel, 129 to 2^15 - 1 the warp-tiles kernel, 2^15 up to the
 // row-split kernel's largest K (385,280 float, 198,400 double) the
 // row-split kernel, and one warp per row again past it: every one must give
 // the CPU's bits, in both precisions and input kinds, at each boundary and
@@ -922,6 +922,7 @@ TEST_F(ServiceTest, SampleCategoricalWideRowsEqualTheCpuKernel) {
   // fit, and are in BatchingTest's mixed batch.
   const CategoricalCase cases[] = {
       {63, 40, 2, true, false},    {64, 33, 3, true, false},
+      {128, 35, 5, false, true},   {129, 34, 2, true, false},
       {100, 70, 1, false, true},   {1000, 9, 4, true, true},
       {5000, 3, 32, false, false}, {32767, 2, 4, true, false},
       {32768, 5, 4, true, false},  {32768, 3, 32, false, true},
@@ -2217,9 +2218,9 @@ TEST_F(BatchingTest, AnAnswerDoesNotDependOnItsBatch) {
 }
 
 // Categorical requests of small and large K in flight together share
-// batches, in which the CUDA backend runs each kernel's jobs (butterfly, one
-// warp per row, row-split) as launches of their own: each answer is still
-// the CPU's. (Their 1.7 million items fill more than one batch of
+// batches, in which the CUDA backend runs each kernel's jobs (lanes, warp
+// tiles, row-split, one warp per row) as launches of their own: each answer is
+// still the CPU's. (Their 1.7 million items fill more than one batch of
 // --max_batch_items' default 2^20.)
 TEST_F(BatchingTest, CategoricalBatchOfSmallAndLargeKEqualsTheCpuKernel) {
   const CategoricalCase cases[] = {

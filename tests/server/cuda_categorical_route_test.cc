@@ -16,19 +16,21 @@ using kernels::Precision;
 using kernels::cuda::CategoricalKernel;
 using kernels::cuda::RowSplitMaxCategories;
 
-TEST(CudaCategoricalRouteTest, ButterflyBelow64) {
+TEST(CudaCategoricalRouteTest, LanesUpTo128) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(1, p), CategoricalKernel::kButterfly);
-    EXPECT_EQ(CategoricalKernelFor(63, p), CategoricalKernel::kButterfly);
+    EXPECT_EQ(CategoricalKernelFor(1, p), CategoricalKernel::kLanes);
+    EXPECT_EQ(CategoricalKernelFor(63, p), CategoricalKernel::kLanes);
+    EXPECT_EQ(CategoricalKernelFor(64, p), CategoricalKernel::kLanes);
+    EXPECT_EQ(CategoricalKernelFor(128, p), CategoricalKernel::kLanes);
   }
 }
 
-TEST(CudaCategoricalRouteTest, WarpPerRowFrom64Below2To15) {
+TEST(CudaCategoricalRouteTest, WarpTilesFrom129Below2To15) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(64, p), CategoricalKernel::kWarpPerRow);
-    EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kWarpPerRow);
+    EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kWarpTiles);
+    EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) - 1, p),
-              CategoricalKernel::kWarpPerRow);
+              CategoricalKernel::kWarpTiles);
   }
 }
 

@@ -281,6 +281,67 @@ SAMPLER_HD uint64_t QuantizeWeight(double w, int scale) {
   return -shift < 64 ? significand >> -shift : 0;
 }
 
+// QuantizeWeight by floating-point multiplication, for kernels where the
+// bit path (about 15 integer instructions a weight) is the bottleneck:
+// floor(w * 2^scale) = round-toward-zero conversion of w * 2^a * 2^b, with
+// a + b = scale, computed in T. Exact, because
+//   * scale >= 0: a = min(scale, the largest exponent of T), b = scale - a
+//     >= 0 (b <= 82 for float, whose scales stay below 60 + 149 = 209 since
+//     S_d >= 2^-149; b <= 111 for double, scale <= 60 + 1074). Each factor
+//     is a normal power of two >= 1 and every intermediate is at most
+//     w * 2^scale < 2^62 (RowScale), so nothing overflows, and multiplying
+//     any representable value (subnormals included) by 2^a with a >= 0
+//     without overflow is exact;
+//   * scale < 0: scale >= 60 - 1024 = -964 (double; S_d at most +inf) and
+//     scale >= 60 - 159 = -99 (float: K < 2^31 weights below 2^128), both
+//     above T's smallest normal exponent, so 2^scale is one normal factor
+//     (b = 0). w * 2^scale is exact where it is normal; below the smallest
+//     normal it may round, but it is then below 1 and rounds to at most the
+//     smallest normal (< 1), so the floor stays 0, as on the bit path;
+//   * the conversion of a value in [0, 2^62) toward zero is its floor;
+//     -0.0 gives 0 (the bit path drops the sign the same way).
+// Device code must not flush subnormals to zero (the build never passes
+// -ftz=true or --use_fast_math). tests/unit/categorical_quantize_test.cc
+// compares this with QuantizeWeight for every exponent of both precisions,
+// subnormals, -0.0 and every scale a row can have.
+template <typename T>
+struct ScaleFactors {
+  T first;
+  T second;
+};
+
+template <typename T>
+SAMPLER_HD ScaleFactors<T> ScaleFactorsFor(int scale) {
+  constexpr int kMaxExponent = sizeof(T) == 4 ? 127 : 1023;
+  const int a = scale > kMaxExponent ? kMaxExponent : scale;
+  if constexpr (sizeof(T) == 4) {
+    return {detmath::Pow2(a), detmath::Pow2(scale - a)};
+  } else {
+    return {detmath::Pow2D(a), detmath::Pow2D(scale - a)};
+  }
+}
+
+SAMPLER_HD uint64_t TruncateToUint64(float x) {  // x in [0, 2^64) or -0.0
+#if defined(__CUDA_ARCH__)
+  return __float2ull_rz(x);
+#else
+  return x > 0 ? static_cast<uint64_t>(x) : 0;
+#endif
+}
+SAMPLER_HD uint64_t TruncateToUint64(double x) {
+#if defined(__CUDA_ARCH__)
+  return __double2ull_rz(x);
+#else
+  return x > 0 ? static_cast<uint64_t>(x) : 0;
+#endif
+}
+
+template <typename T>
+SAMPLER_HD uint64_t QuantizeByMultiply(T w, ScaleFactors<T> f) {
+  const T once = w * f.first;
+  return TruncateToUint64(once * f.second);
+}
+
 // The double sum S_d that fixes a row's scale, in the order the CUDA kernel
 // forms it from its transposed loads: the remnant sequentially
 // (w_0 + w_1 + ... + w_{R-1}, from 0); column sums c_l = sum over blocks b,
@@ -352,6 +413,15 @@ SAMPLER_HD uint64_t DrawBits(const PhiloxBlock& block, int32_t d) {
 SAMPLER_HD PhiloxBlock DrawBlock(uint64_t seed, uint64_t item, int32_t d) {
   return Philox(seed, KindTag::kCategorical2, item,
                 static_cast<uint32_t>(d / kDrawsPerBlock));
+}
+
+// X = floor(r * Q / 2^64) of draw d of `item`, for a row of total Q; `block`
+// carries the Philox block from draw to draw and is refreshed at every even
+// d (the draw loop of the kernels that walk their draws in order from 0).
+SAMPLER_HD uint64_t NextDrawX(uint64_t seed, uint64_t item, int32_t d,
+                              uint64_t total, PhiloxBlock& block) {
+  if (d % kDrawsPerBlock == 0) block = DrawBlock(seed, item, d);
+  return MulHi64(DrawBits(block, d), total);
 }
 
 // One draw, complete: X = floor(r * Q / 2^64), then the butterfly search of

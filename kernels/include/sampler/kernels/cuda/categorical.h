@@ -43,7 +43,8 @@
 namespace sampler::kernels::cuda {
 
 enum class CategoricalKernel {
-  // The service's kernel below K = 64: 32 rows per warp, transposed
+  // The service's kernel below K = 64 until kLanes (now a comparison point
+  // for benchmarks): 32 rows per warp, transposed
   // coalesced loads, the butterfly table built with __shfl_xor_sync, the
   // butterfly search, the remnant. Bits of SampleCategoricalCpu.
   kButterfly,
@@ -51,10 +52,10 @@ enum class CategoricalKernel {
   // row, a full sequential prefix-sum table in the workspace, a binary
   // search. Bits of SampleCategoricalReferenceCpu.
   kPrefixSum,
-  // The service's kernel from K = 64 to 2^15 - 1 and past kRowSplit's
-  // largest K: one warp per row, coalesced without any transposition, block
-  // tree sums by xor butterflies, the contract's search done by the whole
-  // warp. Bits of SampleCategoricalCpu.
+  // The service's kernel past kRowSplit's largest K (from K = 64 to
+  // 2^15 - 1 until kLanes and kWarpTiles): one warp per row, coalesced
+  // without any transposition, block tree sums by xor butterflies, the
+  // contract's search done by the whole warp. Bits of SampleCategoricalCpu.
   kWarpPerRow,
   // For large K and few rows (categorical_row_split.cu), the service's from
   // K = 2^15 (server/cuda_exec_categorical.cc): one row across a cluster of
@@ -63,9 +64,24 @@ enum class CategoricalKernel {
   // once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
   // (float) or 198,400 (double): RowSplitMaxCategories.
   kRowSplit,
+  // The service's kernel up to K = 128 (categorical_lanes.cu; its largest):
+  // 32 lane-aligned rows per warp as kButterfly, loaded into shared memory
+  // by coalesced asynchronous copies, then one row per lane with no
+  // shuffles (S_d in the contract's order, quantization by multiplication,
+  // a walk over chunk totals). Bits of SampleCategoricalCpu.
+  kLanes,
+  // The service's kernel from K = 129 to 2^15 - 1
+  // (categorical_warp_tiles.cu; its largest K is 2^17): one warp per row as
+  // kWarpPerRow, S_d in the contract's column order, then the integer
+  // weights by tiles of 128 (one 16-byte load a lane, quantization by
+  // multiplication, one 64-bit butterfly a tile), a binary search over the
+  // tile ends and a warp scan within the tile per draw. Bits of
+  // SampleCategoricalCpu.
+  kWarpTiles,
 };
 
-// "butterfly", "prefix-sum", "warp-per-row", "row-split".
+// "butterfly", "prefix-sum", "warp-per-row", "row-split", "lanes",
+// "warp-tiles".
 const char* CategoricalKernelName(CategoricalKernel kernel);
 
 // The largest K that kRowSplit takes in `precision`: the most whose chunk
@@ -97,8 +113,9 @@ struct CategoricalSegment {
   int32_t draws = 1;       // D
   WeightKind kind = WeightKind::kWeights;
   // Set by PrepareCategoricalSegments: tasks of all earlier segments (a task
-  // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow and
-  // kRowSplit), so that a warp finds its segment by binary search.
+  // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow,
+  // kRowSplit and kWarpTiles), so that a warp finds its segment by binary
+  // search.
   int64_t task_begin = 0;
   // Set by PrepareCategoricalSegments: where this segment's scratch starts
   // in the workspace, in 8-byte elements (uint64 integer weights; 0 if it
