@@ -1074,11 +1074,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     }
     plan.smem_warp_elems[0] = plan.smem_warp_elems[1] = round(elems);
   } else if (kernel == CategoricalKernel::kLanes && max_categories > 0) {
-    const bool staged_draws =
-        std::any_of(segments.begin(), segments.end(),
-                    [](const CategoricalSegment& s) { return s.draws > 1; });
     const size_t bytes = LanesWarpSmemBytes(
-        max_categories, precision == Precision::kFloat64 ? 8 : 4, staged_draws);
+        max_categories, precision == Precision::kFloat64 ? 8 : 4);
     plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
         static_cast<int32_t>((bytes + sizeof(U) - 1) / sizeof(U));
   } else if (kernel == CategoricalKernel::kWarpTiles) {

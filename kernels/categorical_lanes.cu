@@ -28,12 +28,12 @@
 //      weights q_j = floor(w_j 2^s) by floating-point multiplication
 //      (categorical_core.h, QuantizeByMultiply: exact), their running total
 //      stored at the end of every chunk of kLanesChunk = 8 weights;
-//   3. per draw (D > 1: staged, see below): X = floor(r Q / 2^64); the
-//      chunk is the number of chunk totals <= X (all lanes read the same
-//      chunk index together, so these loads are conflict-free); a walk of at
-//      most 8 weights from the chunk's start recomputes their q and stops at
-//      the first j with X < C_j + q_j, which is the contract's category (zero
-//      weights never stop the walk, so an empty interval is never chosen).
+//   3. per draw: X = floor(r Q / 2^64); the chunk is the number of chunk
+//      totals <= X (all lanes read the same chunk index together, so these
+//      loads are conflict-free); a walk of at most 8 weights from the
+//      chunk's start recomputes their q and stops at the first j with
+//      X < C_j + q_j, which is the contract's category (zero weights never
+//      stop the walk, so an empty interval is never chosen).
 //
 // Instruction count per weight, float32, one draw (the budget at 70% of an
 // H100's copy bandwidth: 3.0 TB/s / 132 SMs / 1.98 GHz = 11.5 bytes a clock
@@ -47,16 +47,9 @@
 //   KiB of shared memory a warp at K = 128 (11 warps per SM) and 5 KiB at
 //   K = 32 (32 warps, the block limit): more than the ~25 KiB per SM that
 //   the copy's bandwidth-latency product asks for.
-// Measured (H100, 2026-11-26, categorical_bench --issue, float32, fraction
-// of copy): K = 32 / 64 / 100 at 58.5 / 66.2 / 61.4% (D = 1), 50.9 / 54.7 /
-// 51.9% (D = 4), 11.8 / 18.3 / 22.0% (D = 32), with each lane storing its
-// own draws out[r D + d]. Many draws cost Philox (one block per two draws)
-// and the walk, about 120 instructions a draw, yet D = 32 ran 5x slower than
-// that count, at the butterfly kernel's rate (11.4%), whose stores have the
-// same pattern: 32 lines a store instruction, 32 partial sectors to L2. So
-// D > 1 now stages each group of 32 draws of the warp's rows in shared
-// memory and writes every row's group as one 128-byte store (4 KiB more
-// shared memory a warp; not measured yet).
+// Many draws cost Philox (one block per two draws) and the walk: about 110
+// instructions a draw, so D = 32 at K = 32 is above the budget (not
+// measured yet).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -93,10 +86,6 @@ __host__ __device__ constexpr int64_t RowStride(int64_t categories) {
 }
 __host__ __device__ constexpr int64_t Chunks(int64_t categories) {
   return (categories + kLanesChunk - 1) / kLanesChunk;
-}
-// Bytes of the chunk totals: one uint64 per chunk and row.
-__host__ __device__ constexpr size_t ChunkEndsBytes(int64_t categories) {
-  return static_cast<size_t>(kWarpSize * Chunks(categories)) * sizeof(U);
 }
 // Bytes of the rows' area, rounded up to 16 so that the chunk totals that
 // follow are aligned.
@@ -145,89 +134,6 @@ __device__ __forceinline__ double LaneScaleSum(const T* row,
   return sum + stack[cat::kLevels];
 }
 
-// Draws staged per group in shared memory before the warp writes them out:
-// row r's draws d0 .. d0 + 31 at [33 r + d - d0] (an odd stride: lane r's
-// writes hit 32 banks), then each of the warp's rows as one 128-byte store.
-// Lane r storing out[r D + d] directly would touch 32 lines a store
-// instruction for D > 1 (32 partial sectors for L2 where 4 full ones do).
-constexpr int kOutGroup = kWarpSize;
-constexpr int kOutStride = kOutGroup + 1;
-constexpr size_t kOutStageBytes = sizeof(int32_t) * kWarpSize * kOutStride;
-
-// Position (row, column) of element e = lane + 32 i of a span of rows of
-// `width` elements, stepped from i to i + 1 without dividing.
-struct SpanWalk {
-  int row;
-  int col;
-  int row_step;
-  int col_step;
-  int width;
-  __device__ __forceinline__ SpanWalk(int first_row, int lane, int w)
-      : row(first_row + lane / w),
-        col(lane % w),
-        row_step(kWarpSize / w),
-        col_step(kWarpSize % w),
-        width(w) {}
-  __device__ __forceinline__ void Next() {
-    row += row_step;
-    col += col_step;
-    if (col >= width) {
-      col -= width;
-      ++row;
-    }
-  }
-};
-
-// One lane's row in shared memory: logits become weights in place; the
-// scale (as its two factors); the running total at the end of every chunk,
-// stored 32 apart from chunk_end; returns Q.
-template <typename T>
-__device__ __forceinline__ U PrepareRow(T* row, int k, bool logits,
-                                        U* chunk_end,
-                                        cat::ScaleFactors<T>* factors) {
-  if (logits) {
-    T row_max = row[0];
-    for (int j = 1; j < k; ++j) row_max = row[j] > row_max ? row[j] : row_max;
-    for (int j = 0; j < k; ++j) row[j] = detmath::Exp(row[j] - row_max);
-  }
-  const int scale = cat::RowScale(LaneScaleSum(row, int64_t{k}));
-  *factors = cat::ScaleFactorsFor<T>(scale);
-  const int chunks = static_cast<int>(Chunks(k));
-  U total = 0;
-  for (int c = 0; c < chunks; ++c) {
-    const int end = c == chunks - 1 ? k : kLanesChunk * (c + 1);
-    for (int j = kLanesChunk * c; j < end; ++j) {
-      total = total + cat::QuantizeByMultiply(row[j], *factors);
-    }
-    chunk_end[kWarpSize * c] = total;
-  }
-  return total;
-}
-
-// The category of X: the chunk is the number of chunk totals <= X (X < Q,
-// the last one, so at most chunks - 1; every lane reads the same chunk index
-// at once, so these loads are conflict-free); then a walk from the chunk's
-// start to the first j with X < C_j + q_j.
-template <typename T>
-__device__ __forceinline__ int32_t FindCategory(const T* row, int k, int chunks,
-                                                const U* chunk_end,
-                                                cat::ScaleFactors<T> factors,
-                                                U x) {
-  int chunk = 0;
-  for (int c = 0; c < chunks - 1; ++c) {
-    chunk += chunk_end[kWarpSize * c] <= x ? 1 : 0;
-  }
-  U prefix = chunk > 0 ? chunk_end[kWarpSize * (chunk - 1)] : 0;
-  const int last =
-      chunk == chunks - 1 ? k - 1 : kLanesChunk * chunk + kLanesChunk - 1;
-  int j = kLanesChunk * chunk;
-  for (; j < last; ++j) {
-    prefix = prefix + cat::QuantizeByMultiply(row[j], factors);
-    if (x < prefix) break;
-  }
-  return j;
-}
-
 template <typename T>
 __global__ void __launch_bounds__(kWarpSize)
     LanesKernel(const SegmentedParams<T> p) {
@@ -246,80 +152,83 @@ __global__ void __launch_bounds__(kWarpSize)
   const int k_end = seg.rows - row0 < kWarpSize
                         ? static_cast<int>(seg.rows - row0)
                         : kWarpSize;
-  const bool active = lane >= k_begin && lane < k_end;
   const int stride = static_cast<int>(RowStride(categories));
   T* rows = reinterpret_cast<T*>(smem_bytes);
   U* chunk_ends =
       reinterpret_cast<U*>(smem_bytes + RowsBytes(categories, sizeof(T)));
-  int32_t* staged = reinterpret_cast<int32_t*>(
-      smem_bytes + RowsBytes(categories, sizeof(T)) +
-      ChunkEndsBytes(categories));  // allocated when some D > 1
 
   // 1. The warp's rows k_begin .. k_end - 1, one contiguous span.
   {
     const T* src = p.values + seg.values_offset + (row0 + k_begin) * categories;
     const int n = (k_end - k_begin) * k;
-    SpanWalk at(k_begin, lane, k);
+    int row = k_begin + lane / k;
+    int col = lane % k;
+    const int row_step = kWarpSize / k;
+    const int col_step = kWarpSize % k;
 #pragma unroll 4
     for (int e = lane; e < n; e += kWarpSize) {
-      CopyAsync(rows + at.row * stride + at.col, src + e);
-      at.Next();
+      CopyAsync(rows + row * stride + col, src + e);
+      row += row_step;
+      col += col_step;
+      if (col >= k) {
+        col -= k;
+        ++row;
+      }
     }
     WaitAsyncCopies();
     __syncthreads();  // the block is this one warp
   }
-  // Below, every lane takes part in the staged writes of D > 1.
-  if (!active && draws == 1) return;
+  if (lane < k_begin || lane >= k_end) return;  // no shuffles below
 
-  // 2. This lane's row.
+  // 2. This lane's row: weights, S_d, the scale, the chunk totals.
   T* row = rows + lane * stride;
+  if (seg.kind == WeightKind::kLogits) {
+    T row_max = row[0];
+    for (int j = 1; j < k; ++j) row_max = row[j] > row_max ? row[j] : row_max;
+    for (int j = 0; j < k; ++j) row[j] = detmath::Exp(row[j] - row_max);
+  }
+  const int scale = cat::RowScale(LaneScaleSum(row, categories));
+  const cat::ScaleFactors<T> factors = cat::ScaleFactorsFor<T>(scale);
   const int chunks = static_cast<int>(Chunks(categories));
-  cat::ScaleFactors<T> factors{};
-  const U total = active ? PrepareRow(row, k, seg.kind == WeightKind::kLogits,
-                                      chunk_ends + lane, &factors)
-                         : 0;
+  U total = 0;
+  for (int c = 0; c < chunks; ++c) {
+    const int end = c == chunks - 1 ? k : kLanesChunk * (c + 1);
+    for (int j = kLanesChunk * c; j < end; ++j) {
+      total = total + cat::QuantizeByMultiply(row[j], factors);
+    }
+    chunk_ends[kWarpSize * c + lane] = total;
+  }
 
   // 3. Draws.
   const int64_t my_row = row0 + lane;
   const uint64_t item = seg.first_row + static_cast<uint64_t>(my_row);
+  int32_t* my_out = p.out + seg.out_offset + my_row * draws;
   PhiloxBlock philox{};
-  if (draws == 1) {  // lane r's store is coalesced with its neighbours'
-    const U x = cat::NextDrawX(seg.seed, item, 0, total, philox);
-    p.out[seg.out_offset + my_row] =
-        FindCategory(row, k, chunks, chunk_ends + lane, factors, x);
-    return;
-  }
-  int32_t* warp_out = p.out + seg.out_offset + (row0 + k_begin) * draws;
 #pragma unroll 1
-  for (int32_t d0 = 0; d0 < draws; d0 += kOutGroup) {
-    const int group = draws - d0 < kOutGroup ? draws - d0 : kOutGroup;
-    if (active) {
-#pragma unroll 1
-      for (int g = 0; g < group; ++g) {
-        const U x = cat::NextDrawX(seg.seed, item, d0 + g, total, philox);
-        staged[kOutStride * lane + g] =
-            FindCategory(row, k, chunks, chunk_ends + lane, factors, x);
-      }
+  for (int32_t d = 0; d < draws; ++d) {
+    const U x = cat::NextDrawX(seg.seed, item, d, total, philox);
+    // X < Q = the last chunk's total, so at most chunks - 1 totals are <= X.
+    int chunk = 0;
+    for (int c = 0; c < chunks - 1; ++c) {
+      chunk += chunk_ends[kWarpSize * c + lane] <= x ? 1 : 0;
     }
-    __syncwarp();
-    // Row r's group of draws: `group` consecutive outputs.
-    const int n = (k_end - k_begin) * group;
-    SpanWalk at(k_begin, lane, group);
-    for (int e = lane; e < n; e += kWarpSize) {
-      warp_out[static_cast<int64_t>(at.row - k_begin) * draws + d0 + at.col] =
-          staged[kOutStride * at.row + at.col];
-      at.Next();
+    U prefix = chunk > 0 ? chunk_ends[kWarpSize * (chunk - 1) + lane] : 0;
+    const int last =
+        chunk == chunks - 1 ? k - 1 : kLanesChunk * chunk + kLanesChunk - 1;
+    int j = kLanesChunk * chunk;
+    for (; j < last; ++j) {
+      prefix = prefix + cat::QuantizeByMultiply(row[j], factors);
+      if (x < prefix) break;
     }
-    __syncwarp();
+    my_out[d] = j;
   }
 }
 
 }  // namespace
 
-size_t LanesWarpSmemBytes(int64_t categories, size_t value_bytes,
-                          bool staged_draws) {
-  return RowsBytes(categories, value_bytes) + ChunkEndsBytes(categories) +
-         (staged_draws ? kOutStageBytes : 0);
+size_t LanesWarpSmemBytes(int64_t categories, size_t value_bytes) {
+  return RowsBytes(categories, value_bytes) +
+         static_cast<size_t>(kWarpSize * Chunks(categories)) * sizeof(U);
 }
 
 template <typename T>

@@ -19,11 +19,9 @@ namespace sampler::kernels::cuda {
 inline constexpr int64_t kLanesMaxCategories = 128;
 
 // Dynamic shared memory of one warp (one block) for rows of K values of
-// `value_bytes` bytes: the 32 rows at an odd row stride, one uint64 running
-// total per chunk of 8 weights and row, and where some segment has D > 1
-// (`staged_draws`) 32 x 33 int32 outputs staged for coalesced writes.
-size_t LanesWarpSmemBytes(int64_t categories, size_t value_bytes,
-                          bool staged_draws);
+// `value_bytes` bytes: the 32 rows at an odd row stride, then one uint64
+// running total per chunk of kLanesChunk weights and row.
+size_t LanesWarpSmemBytes(int64_t categories, size_t value_bytes);
 
 // Queues the kernel for plan.tasks warps (32 lane-aligned rows each,
 // numbered by task_begin as for kButterfly) on `stream`, with
