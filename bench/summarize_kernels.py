@@ -259,7 +259,7 @@ ROW_SPLIT_LARGEST_K = {"f32": 385280, "f64": 198400}
 def service_kernel(K, precision="f32"):
     if K <= 128:
         return "lanes"
-    if K < 2 ** 15:
+    if K <= 2 ** 15:
         return "warp-tiles"
     if K <= ROW_SPLIT_LARGEST_K.get(precision, 198400):
         return "row-split"
@@ -647,7 +647,7 @@ def markdown(d, prefix):
     A("## Categorical")
     A("")
     A("The service's kernel at each K (server/cuda_exec_categorical.cc: lanes up to K = 128, "
-      "warp tiles to 2^15 - 1, row split beyond; butterfly below 64 and warp per row from 64 in runs "
+      "warp tiles to 2^15, row split beyond; butterfly below 64 and warp per row from 64 in runs "
       "before them), float32 weights, one draw per row, M = 2^27 / K rows "
       "(512 MiB), the same M as the peers. TB/s counts M x K x 4 bytes read plus M x 4 written. "
       "Peers (same M, K): `torch.multinomial`, `Categorical.sample`, Gumbel-max argmax, "

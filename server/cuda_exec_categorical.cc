@@ -22,22 +22,23 @@ namespace kc = kernels::cuda;
 // well over twice the rates of the kernels they replace there, the
 // butterfly kernel (16% of the copy bandwidth at K = 32 on an H100) and one
 // warp per row (9% to 32% from K = 64 to 4,096;
-// bench/results/kernels-h100-2026-11-26.md); categorical_bench --issue
-// measures them beside those. (Before it, the butterfly kernel ran
+// bench/results/kernels-h100-2026-11-26.md). Measured on the H100 in
+// session 7 (categorical_bench --issue, one draw): lanes 60.9/67.4/62.6% at
+// K = 32/64/100, warp tiles 38.9/36.7/36.5% at K = 4,096/8,192/16,384 (one
+// warp per row: 31.7/30.5/28.7%). (Before it, the butterfly kernel ran
 // below K = 64 and one warp per row from 64: 1.3x to 6x faster from there,
 // bench/results/kernels-h100-2026-11-23.md.)
 constexpr int64_t kLanesUpToK = 128;
 
 // The row-split kernel (one row across up to 8 blocks) from this K up to
-// its largest (kc::RowSplitMaxCategories). The smallest K measured where it
-// beats one warp per row at 1, 4 and 32 draws: H100, session 6 mid-call,
-// categorical_bench --issue (fraction of the copy bandwidth, f32 weights):
-// K = 2^15 x 4,096 rows 26.1/24.9/23.0% against 18.9/18.7/17.2%, 2^17 x
-// 1,024 rows 27.4/26.6/25.5% against 9.9/9.9/9.4%, 2^17 x 64 rows 17.1%
-// against 0.7%; at K = 4,096 (32,768 rows) one warp per row still wins at
-// 1 and 4 draws (31.7/29.9% against 23.8/22.1%). K = 8,192 and 16,384 are
-// in that table now and will place the threshold more closely.
-constexpr int64_t kRowSplitFromK = int64_t{1} << 15;
+// its largest (kc::RowSplitMaxCategories). Measured on an H100 (session 7,
+// categorical_bench --issue, fraction of the copy bandwidth at 1/4/32
+// draws, f32 weights): at K = 2^15 (4,096 rows) warp tiles read at
+// 35.8/34.8/31.2% against row-split's 25.9/24.7/22.8%; at 2^17 (1,024 rows)
+// row-split wins, 27.2/26.3/25.2% against 11.6/11.6/11.3% (warp tiles
+// re-read a row that no longer stays in L2). Sizes in between are not
+// measured, so row-split starts just past the last K where warp tiles won.
+constexpr int64_t kRowSplitFromK = (int64_t{1} << 15) + 1;
 
 // The jobs of one precision whose kernel is `kernel`, in one launch.
 template <typename T>

@@ -911,7 +911,7 @@ std::vector<int32_t> CaseCpu(const CategoricalCase& c) {
 }
 
 // On the CUDA backend (server/cuda_exec_categorical.cc) K up to 128 takes the
-// lanes kernel, 129 to 2^15 - 1 the warp-tiles kernel, 2^15 up to the
+// lanes kernel, 129 to 2^15 the warp-tiles kernel, 2^15 + 1 up to the
 // row-split kernel's largest K (385,280 float, 198,400 double) the
 // row-split kernel, and one warp per row again past it: every one must give
 // the CPU's bits, in both precisions and input kinds, at each boundary and
@@ -925,7 +925,7 @@ TEST_F(ServiceTest, SampleCategoricalWideRowsEqualTheCpuKernel) {
       {128, 35, 5, false, true},   {129, 34, 2, true, false},
       {100, 70, 1, false, true},   {1000, 9, 4, true, true},
       {5000, 3, 32, false, false}, {32767, 2, 4, true, false},
-      {32768, 5, 4, true, false},  {32768, 3, 32, false, true},
+      {32768, 5, 4, true, false},  {32769, 3, 32, false, true},
       {131072, 1, 1, true, true},  {131072, 1, 32, true, false},
       {198401, 1, 4, true, false}};  // past double's largest, f32 row-split
   for (const CategoricalCase& c : cases) {

@@ -25,19 +25,21 @@ TEST(CudaCategoricalRouteTest, LanesUpTo128) {
   }
 }
 
-TEST(CudaCategoricalRouteTest, WarpTilesFrom129Below2To15) {
+TEST(CudaCategoricalRouteTest, WarpTilesFrom129To2To15) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
     EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) - 1, p),
               CategoricalKernel::kWarpTiles);
+    EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 15, p),
+              CategoricalKernel::kWarpTiles);
   }
 }
 
-TEST(CudaCategoricalRouteTest, RowSplitFrom2To15UpToItsLargestK) {
+TEST(CudaCategoricalRouteTest, RowSplitPast2To15UpToItsLargestK) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
     const int64_t largest = RowSplitMaxCategories(p);
-    EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 15, p),
+    EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) + 1, p),
               CategoricalKernel::kRowSplit);
     EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 17, p),
               CategoricalKernel::kRowSplit);
