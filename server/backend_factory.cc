@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Backend>> Cuda(const BackendOptions& options,
   cuda.streams_per_device = options.streams_per_gpu;
   cuda.pool_limit_bytes = options.gpu_pool_limit_bytes;
   cuda.pool_release_threshold_bytes = options.gpu_pool_release_threshold_bytes;
+  cuda.wait = options.gpu_wait;
   cuda.reason = reason;
   SAMPLER_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend,
                            CudaBackend::Create(std::move(cuda)));

@@ -24,6 +24,8 @@ struct BackendOptions {
   int streams_per_gpu = 4;
   int64_t gpu_pool_limit_bytes = 0;
   int64_t gpu_pool_release_threshold_bytes = int64_t{1} << 30;
+  // How a CUDA worker waits for its stream (CudaBackendOptions::wait).
+  std::string gpu_wait = "auto";
   // With the CUDA backend: batches of fewer work items than this (all kinds
   // but Enumerate) run on a CPU backend of cpu_threads beside it
   // (small_on_cpu.h); 0: none. No effect on the CPU backend.

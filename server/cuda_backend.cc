@@ -100,6 +100,14 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     }
     absl::Status set = kernels::cuda::ToStatus(
         cudaSetDevice(index), "cudaSetDevice", __FILE__, __LINE__);
+    if (set.ok() && options.wait != "auto") {
+      const unsigned flags = options.wait == "spin" ? cudaDeviceScheduleSpin
+                             : options.wait == "yield"
+                                 ? cudaDeviceScheduleYield
+                                 : cudaDeviceScheduleBlockingSync;
+      set = kernels::cuda::ToStatus(cudaSetDeviceFlags(flags),
+                                    "cudaSetDeviceFlags", __FILE__, __LINE__);
+    }
     if (!set.ok()) {
       cudaGetLastError();
       return set;

@@ -39,6 +39,11 @@ struct CudaBackendOptions {
   int64_t pool_limit_bytes = 0;
   // Memory the pool keeps reserved between batches instead of returning it.
   int64_t pool_release_threshold_bytes = int64_t{1} << 30;
+  // How a worker's cudaStreamSynchronize waits (cudaSetDeviceFlags): "auto"
+  // (CUDA's default: spin while cores outnumber contexts, so a worker
+  // holds a core for a whole batch), "spin", "yield" or "block" (sleep on
+  // an interrupt, a core free for gRPC's threads, at some wake-up latency).
+  std::string wait = "auto";
   std::string reason;
 };
 

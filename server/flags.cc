@@ -175,6 +175,11 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
   if (f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda") {
     return Bad("--backend", Quoted(f.backend), ": must be auto, cpu or cuda");
   }
+  if (f.gpu_wait != "auto" && f.gpu_wait != "spin" && f.gpu_wait != "yield" &&
+      f.gpu_wait != "block") {
+    return Bad("--gpu_wait", Quoted(f.gpu_wait),
+               ": must be auto, spin, yield or block");
+  }
   for (const absl::Status& s : {
            AtLeast("--max_batch_items", f.max_batch_items, 1,
                    " (1: no batching)"),

@@ -51,6 +51,7 @@ struct ServerFlags {
   int64_t gpu_pool_limit_bytes = 0;
   int64_t gpu_pool_release_threshold_bytes = 0;
   int64_t cpu_below_items = 0;
+  std::string gpu_wait;
   absl::Duration drain_delay;
   absl::Duration shutdown_grace;
   // Transport bounds (issue 9 item 2).

@@ -103,6 +103,10 @@ ABSL_FLAG(int64_t, gpu_pool_limit_bytes, 0,
           "that does not fit fails with RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, gpu_pool_release_threshold_bytes, int64_t{1} << 30,
           "CUDA backend: pool memory kept reserved between batches");
+ABSL_FLAG(std::string, gpu_wait, "auto",
+          "CUDA backend: how a worker waits for its GPU: auto (CUDA's "
+          "choice: spin while the host has more cores than GPU contexts), "
+          "spin, yield or block (sleep until the GPU is done)");
 ABSL_FLAG(int64_t, cpu_below_items, 0,
           "CUDA backend: batches of fewer work items than this run on the "
           "CPU in the same process (0: off); same bits for every sampling "
@@ -185,6 +189,7 @@ ServerFlags FlagValues() {
   f.gpu_pool_release_threshold_bytes =
       absl::GetFlag(FLAGS_gpu_pool_release_threshold_bytes);
   f.cpu_below_items = absl::GetFlag(FLAGS_cpu_below_items);
+  f.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
   f.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   f.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   f.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -254,6 +259,7 @@ int Run(ShutdownWatchdog& watchdog) {
   backend_options.gpu_pool_release_threshold_bytes =
       absl::GetFlag(FLAGS_gpu_pool_release_threshold_bytes);
   backend_options.cpu_below_items = absl::GetFlag(FLAGS_cpu_below_items);
+  backend_options.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
   absl::StatusOr<std::unique_ptr<Backend>> backend =
       CreateBackend(backend_options);
   if (!backend.ok()) {
