@@ -253,6 +253,7 @@ struct Config {
 struct Row {
   std::string precision, config;
   bool pre_cache;
+  bool service;  // the variant the service launches (PreCachePays)
   double ms, gsps;
   GammaCounters counters;
   double p_model, iters_model, eff_model;
@@ -367,6 +368,7 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
     row.precision = precision;
     row.config = cfg.name;
     row.pre_cache = pre_cache;
+    row.service = pre_cache == builder.PreCachePays();
     row.ms = Median(times);
     row.gsps = n / (row.ms * 1e-3) / 1e9;
     if (cfg.shape > 0) {
@@ -385,12 +387,13 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
     rows->push_back(row);
     const GammaCounters& c = row.counters;
     std::printf(
-        "%-8s %-14s pre=%d  %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
+        "%-8s %-14s pre=%d%s %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
         "%.4f)  iters/call %.3f (model %.3f)  efficiency %.3f (model %.3f)  "
         "log-test warps %.3f  exact-log warps %.4f lanes %.2e\n",
-        precision, cfg.name.c_str(), pre_cache ? 1 : 0, row.ms, row.gsps,
-        static_cast<double>(c.lane_items) / c.lane_attempts, row.p_model,
-        static_cast<double>(c.warp_iterations) / c.warp_calls, row.iters_model,
+        precision, cfg.name.c_str(), pre_cache ? 1 : 0, row.service ? "*" : " ",
+        row.ms, row.gsps, static_cast<double>(c.lane_items) / c.lane_attempts,
+        row.p_model, static_cast<double>(c.warp_iterations) / c.warp_calls,
+        row.iters_model,
         static_cast<double>(c.lane_attempts) / (32.0 * c.warp_iterations),
         row.eff_model,
         static_cast<double>(c.warp_full_tests) / c.warp_iterations,
@@ -526,17 +529,18 @@ int Main(int argc, char** argv) {
       std::fprintf(
           f,
           "  {\"precision\": \"%s\", \"config\": \"%s\", \"pre_cache\": %s, "
-          "\"ms\": %.5f, \"gsps\": %.4f, \"warp_calls\": %llu, "
+          "\"service\": %s, \"ms\": %.5f, \"gsps\": %.4f, \"warp_calls\": "
+          "%llu, "
           "\"warp_iterations\": %llu, \"lane_attempts\": %llu, "
           "\"lane_items\": %llu, \"warp_full_tests\": %llu, "
           "\"lane_full_tests\": %llu, \"warp_exact_tests\": %llu, "
           "\"lane_exact_tests\": %llu, \"p_model\": %.6f, "
           "\"iters_model\": %.5f, \"eff_model\": %.5f}%s\n",
           r.precision.c_str(), r.config.c_str(), r.pre_cache ? "true" : "false",
-          r.ms, r.gsps, c.warp_calls, c.warp_iterations, c.lane_attempts,
-          c.lane_items, c.warp_full_tests, c.lane_full_tests,
-          c.warp_exact_tests, c.lane_exact_tests, r.p_model, r.iters_model,
-          r.eff_model, i + 1 < rows.size() ? "," : "");
+          r.service ? "true" : "false", r.ms, r.gsps, c.warp_calls,
+          c.warp_iterations, c.lane_attempts, c.lane_items, c.warp_full_tests,
+          c.lane_full_tests, c.warp_exact_tests, c.lane_exact_tests, r.p_model,
+          r.iters_model, r.eff_model, i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, " ]\n}\n");
     std::fclose(f);

@@ -5,6 +5,7 @@
 // batch builder.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -170,6 +171,17 @@ absl::StatusOr<int> GammaBatchBuilder<T>::AddElements(absl::Span<const T> shape,
   seg.flags = (log_output ? kSegmentLogOutput : 0u) |
               (scale.empty() ? kSegmentUnitScale : 0u);
   seg.scale_begin = static_cast<int64_t>(scale_.size());
+  // The pre-caching estimate from a bounded sample: a heuristic, so a 10M
+  // element request does not pay a scan for it.
+  const size_t n = shape.size();
+  const size_t samples = std::min<size_t>(n, 64);
+  int below = 0;
+  for (size_t i = 0; i < samples; ++i) {
+    below += shape[i * n / samples] < T(kPreCacheShapeBelow) ? 1 : 0;
+  }
+  if (samples > 0) {
+    low_shape_items_ += static_cast<double>(n) * below / samples;
+  }
   shape_.insert(shape_.end(), shape.begin(), shape.end());
   // Unit scales are not stored: the kernel does not read them.
   scale_.insert(scale_.end(), scale.begin(), scale.end());
@@ -202,11 +214,19 @@ absl::StatusOr<int> GammaBatchBuilder<T>::AddGroups(
     if (g.count == 0) continue;  // no outputs: nothing to find
     groups_.push_back(GammaGroupParams<T>{g.shape, g.scale, at});
     at += g.count;
+    if (g.shape < T(kPreCacheShapeBelow)) {
+      low_shape_items_ += static_cast<double>(g.count);
+    }
   }
   seg.num_groups = static_cast<int64_t>(groups_.size()) - seg.param_begin;
   total_ += seg.count;
   segments_.push_back(seg);
   return static_cast<int>(segments_.size() - 1);
+}
+
+template <typename T>
+bool GammaBatchBuilder<T>::PreCachePays() const {
+  return sizeof(T) == 4 && 2 * low_shape_items_ > static_cast<double>(total_);
 }
 
 template <typename T>

@@ -66,9 +66,11 @@ absl::StatusOr<double> RunGamma(Batch<GammaJob>& batch, CudaSlot& slot) {
     }
     placed.push_back({job.get(), *segment, work->out});
   }
+  kc::GammaLaunchOptions options;
+  options.pre_cache = builder.PreCachePays();
   return RunArena<T>(builder, placed, slot,
-                     [](const kc::GammaBatch<T>& b, cudaStream_t s) {
-                       return kc::LaunchGamma<T>(b, s);
+                     [options](const kc::GammaBatch<T>& b, cudaStream_t s) {
+                       return kc::LaunchGamma<T>(b, s, options);
                      });
 }
 

@@ -106,5 +106,51 @@ TEST(GammaCudaHostTest, SegmentStatusMapsToTheCpuCodes) {
             absl::StatusCode::kOutOfRange);
 }
 
+// The service launches pre-caching only where it was measured to pay
+// (GammaBatchBuilder::PreCachePays): float32, most items' shapes below 5.
+TEST(GammaCudaHostTest, PreCachingOnlyWhereItPays) {
+  const auto groups = [](float shape, int64_t count) {
+    GammaBatchBuilder<float> b;
+    const std::vector<GammaGroup<float>> g = {{shape, 1.0f, count}};
+    EXPECT_TRUE(b.AddGroups(g, false, 1, 0).ok());
+    return b;
+  };
+  EXPECT_TRUE(groups(0.3f, 1000).PreCachePays());
+  EXPECT_TRUE(groups(2.5f, 1000).PreCachePays());
+  EXPECT_FALSE(groups(10.0f, 1000).PreCachePays());
+  EXPECT_FALSE(GammaBatchBuilder<float>().PreCachePays());  // empty
+
+  // Weighted by items: 300 outputs at shape 0.3 and 700 at shape 10 in one
+  // batch, then the other way round.
+  GammaBatchBuilder<float> mixed;
+  const std::vector<GammaGroup<float>> few_small = {{0.3f, 1.0f, 300},
+                                                    {10.0f, 1.0f, 700}};
+  ASSERT_TRUE(mixed.AddGroups(few_small, false, 1, 0).ok());
+  EXPECT_FALSE(mixed.PreCachePays());
+  const std::vector<GammaGroup<float>> many_small = {{0.3f, 1.0f, 1100}};
+  ASSERT_TRUE(mixed.AddGroups(many_small, false, 2, 0).ok());
+  EXPECT_TRUE(mixed.PreCachePays());
+
+  // Per-element shapes: estimated from a bounded sample (every 1000th of
+  // 64,000 here), which sees the 3:1 split exactly.
+  std::vector<float> shapes(64000);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    shapes[i] = i % 4000 < 3000 ? 0.5f : 8.0f;
+  }
+  GammaBatchBuilder<float> elements;
+  ASSERT_TRUE(elements.AddElements(shapes, {}, false, 1, 0).ok());
+  EXPECT_TRUE(elements.PreCachePays());
+  for (float& s : shapes) s = s < 1 ? 8.0f : 0.5f;
+  GammaBatchBuilder<float> flipped;
+  ASSERT_TRUE(flipped.AddElements(shapes, {}, false, 1, 0).ok());
+  EXPECT_FALSE(flipped.PreCachePays());
+
+  // Never in float64.
+  GammaBatchBuilder<double> wide;
+  const std::vector<GammaGroup<double>> g = {{0.3, 1.0, 1000}};
+  ASSERT_TRUE(wide.AddGroups(g, false, 1, 0).ok());
+  EXPECT_FALSE(wide.PreCachePays());
+}
+
 }  // namespace
 }  // namespace sampler::kernels::cuda

@@ -113,8 +113,9 @@ struct GammaCounters {
 
 struct GammaLaunchOptions {
   // Lanes whose item is accepted work on their next item while the warp
-  // waits for its slowest lane (gamma-rejection-on-gpus.txt). Off only for
-  // measurements: the bits are the same either way.
+  // waits for its slowest lane (gamma-rejection-on-gpus.txt). The bits are
+  // the same either way; it pays only where acceptance is low enough
+  // (GammaBatchBuilder::PreCachePays, which the service follows).
   bool pre_cache = true;
   // Non-null: run the instrumented variant (slower) and add to *counters.
   GammaCounters* counters = nullptr;
@@ -165,6 +166,18 @@ class GammaBatchBuilder {
   int64_t total() const { return total_; }
   const std::vector<GammaSegment>& segments() const { return segments_; }
 
+  // Whether warp-aware pre-caching (GammaLaunchOptions::pre_cache) should
+  // speed this batch up: float32 batches most of whose items (estimated from
+  // up to 64 evenly spaced shapes of a per-element segment) have a shape
+  // below kPreCacheShapeBelow. Measured on H100s
+  // (kernels-h100-session7-2026-11-26.md, gamma-v3-trial-h100-2026-11-25.md):
+  // pre-caching wins at shapes 0.3, 1 and 2.5 in float32 (acceptance
+  // 0.95-0.99: lanes idle for the warp's slowest), loses 3-8% at shape 10
+  // and at U(0.1, 10) per element, and loses in float64 at 4 of 5 shapes
+  // (two items of double state cost occupancy).
+  bool PreCachePays() const;
+  static constexpr double kPreCacheShapeBelow = 5.0;
+
   size_t ArenaBytes() const;
   void PackInto(void* host_arena) const;
   GammaBatch<T> View(const void* device_arena, T* out,
@@ -189,6 +202,7 @@ class GammaBatchBuilder {
   std::vector<T> scale_;
   std::vector<GammaGroupParams<T>> groups_;
   int64_t total_ = 0;
+  double low_shape_items_ = 0;  // estimated items below kPreCacheShapeBelow
 };
 
 extern template absl::Status LaunchGamma<float>(const GammaBatch<float>&,
