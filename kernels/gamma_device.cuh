@@ -216,10 +216,17 @@ __device__ __forceinline__ void RunCall(const typename Source::Batch& batch,
   cur.done = false;
 }
 
+// Resident blocks per SM the register allocation must allow (0: no bound).
+// Float with pre-caching needs 68 registers unbounded (7 blocks of 4 warps,
+// 44% occupancy) and fits 64 (8 blocks, 50%); double without it needs 66
+// and fits 64 as well.
+template <typename T, bool kPreCache>
+inline constexpr int kMinBlocks = (sizeof(T) == 4) == kPreCache ? 8 : 0;
+
 // kPreCache: finished lanes work on their next item (see the file comment).
 // kCount: the instrumented variant, adding to *counters.
 template <typename T, typename Source, bool kPreCache, bool kCount>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks<T, kPreCache>)
     RejectionKernel(const typename Source::Batch batch,
                     GammaCounters* counters) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
