@@ -12,31 +12,34 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "google/protobuf/descriptor.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/io/coded_stream.h"
 
 namespace sampler::server {
 namespace {
 
-// Merges `body` into `request` (ParseRequestBody clears it first).
-absl::Status MergeRequestBody(const grpc::ByteBuffer& body,
-                              google::protobuf::Message* request) {
-  const int size = static_cast<int>(body.Length());
-  bool parsed = false;
+// Merges `body` into `request` whose weights' storage is reserved, with the
+// outcome of protobuf's parse of the body into a fresh message: parsed to
+// the end, no tag 0 or end-group tag stopping it early
+// (ConsumedEntireMessage). Through a CodedInputStream: the bounded merge
+// from a stream may back up more than the last slice gRPC's reader handed
+// out, which the reader does not allow (an assertion; a mangled body found
+// it).
+bool MergeReserved(const grpc::ByteBuffer& body,
+                   google::protobuf::Message* request) {
   grpc::Slice single;
   if (body.TrySingleSlice(&single).ok()) {
-    google::protobuf::io::ArrayInputStream stream(single.begin(), size);
-    parsed = request->MergeFromBoundedZeroCopyStream(&stream, size);
-  } else {
-    // The reader walks the buffer's slices; it needs a mutable buffer, and
-    // a copy of one only adds references to its slices.
-    grpc::ByteBuffer slices(body);
-    grpc::ProtoBufferReader reader(&slices);
-    parsed = reader.status().ok() &&
-             request->MergeFromBoundedZeroCopyStream(&reader, size);
+    google::protobuf::io::CodedInputStream coded(
+        single.begin(), static_cast<int>(single.size()));
+    return request->MergeFromCodedStream(&coded) &&
+           coded.ConsumedEntireMessage();
   }
-  if (parsed) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      BadBodyMessage(request->GetDescriptor()->full_name()));
+  // The reader walks the buffer's slices; it needs a mutable buffer, and a
+  // copy of one only adds references to its slices.
+  grpc::ByteBuffer slices(body);
+  grpc::ProtoBufferReader reader(&slices);
+  if (!reader.status().ok()) return false;
+  google::protobuf::io::CodedInputStream coded(&reader);
+  return request->MergeFromCodedStream(&coded) && coded.ConsumedEntireMessage();
 }
 
 // A body's bytes across its slices, read forward: just enough of the wire
@@ -183,23 +186,29 @@ absl::Status ParseWithWeightsReserved(const grpc::ByteBuffer& body,
                                       Request* request,
                                       absl::Span<const uint64_t> path,
                                       RealsOf reals) {
-  request->Clear();
-  if (body.Length() >= kPresizeFromBytes) {
-    WireCursor in(body);
-    PackedWeights found;
-    if (FindPackedWeights(in, body.Length(), path, &found) && found.bytes > 0 &&
-        found.bytes <= uint64_t{std::numeric_limits<int>::max()}) {
-      const int bytes = static_cast<int>(found.bytes);
-      if (found.list == v1::Reals::kF32FieldNumber) {
-        reals(request)->mutable_f32()->mutable_values()->Reserve(
-            bytes / static_cast<int>(sizeof(float)));
-      } else {
-        reals(request)->mutable_f64()->mutable_values()->Reserve(
-            bytes / static_cast<int>(sizeof(double)));
-      }
-    }
+  if (body.Length() < kPresizeFromBytes) {
+    return ParseRequestBody(body,
+                            static_cast<google::protobuf::Message*>(request));
   }
-  return MergeRequestBody(body, request);
+  WireCursor in(body);
+  PackedWeights found;
+  if (!FindPackedWeights(in, body.Length(), path, &found) || found.bytes == 0 ||
+      found.bytes > uint64_t{std::numeric_limits<int>::max()}) {
+    return ParseRequestBody(body,
+                            static_cast<google::protobuf::Message*>(request));
+  }
+  request->Clear();
+  const int bytes = static_cast<int>(found.bytes);
+  if (found.list == v1::Reals::kF32FieldNumber) {
+    reals(request)->mutable_f32()->mutable_values()->Reserve(
+        bytes / static_cast<int>(sizeof(float)));
+  } else {
+    reals(request)->mutable_f64()->mutable_values()->Reserve(
+        bytes / static_cast<int>(sizeof(double)));
+  }
+  if (MergeReserved(body, request)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      BadBodyMessage(request->GetDescriptor()->full_name()));
 }
 
 }  // namespace
@@ -211,8 +220,21 @@ std::string BadBodyMessage(absl::string_view request_type) {
 
 absl::Status ParseRequestBody(const grpc::ByteBuffer& body,
                               google::protobuf::Message* request) {
-  request->Clear();
-  return MergeRequestBody(body, request);
+  bool parsed = false;
+  grpc::Slice single;
+  if (body.TrySingleSlice(&single).ok()) {
+    parsed = request->ParseFromArray(single.begin(),
+                                     static_cast<int>(single.size()));
+  } else {
+    // The reader walks the buffer's slices; it needs a mutable buffer, and
+    // a copy of one only adds references to its slices.
+    grpc::ByteBuffer slices(body);
+    grpc::ProtoBufferReader reader(&slices);
+    parsed = reader.status().ok() && request->ParseFromZeroCopyStream(&reader);
+  }
+  if (parsed) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      BadBodyMessage(request->GetDescriptor()->full_name()));
 }
 
 absl::Status ParseRequestBody(const grpc::ByteBuffer& body,

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,32 @@ TEST(WireRequest, LargeBodiesOfEveryShapeParseAsProtobufDoes) {
     ExpectParsedAsProtobufDoes<v1::SampleCategoricalRequest>(bytes);
     v1::SampleCategoricalRequest check;
     ASSERT_FALSE(check.ParseFromString(bytes));
+  }
+}
+
+// Arbitrary bytes where the walk reads (the fields before and around the
+// weights' length), and bodies cut anywhere past the presize size: never
+// a crash, never another outcome than protobuf's.
+TEST(WireRequest, MangledLargeBodiesParseAsProtobufDoes) {
+  v1::SampleCategoricalStreamRequest stream;
+  *stream.mutable_request() = Large(false, 20'000);
+  stream.set_max_rows_per_chunk(3);
+  const std::string bytes = stream.SerializeAsString();
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string mangled = bytes;
+    const int flips = 1 + static_cast<int>(rng() % 3);
+    for (int f = 0; f < flips; ++f) {
+      // Mostly the first bytes (tags, lengths), sometimes anywhere.
+      const size_t at = rng() % 4 == 0 ? rng() % mangled.size() : rng() % 24;
+      mangled[at] = static_cast<char>(rng());
+    }
+    if (rng() % 3 == 0) {
+      mangled.resize(kPresizeFromBytes +
+                     rng() % (mangled.size() - kPresizeFromBytes));
+    }
+    SCOPED_TRACE(trial);
+    ExpectParsedAsProtobufDoes<v1::SampleCategoricalStreamRequest>(mangled);
   }
 }
 
