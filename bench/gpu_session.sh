@@ -155,8 +155,12 @@ fi
 
 # The 16 MB upload (issue 13 item 3) in interleaved rounds, with where the
 # server's time goes (server_probe.py): the floor and both backends, one and
-# four calls at a time. About a minute.
+# four calls at a time; and upload_bench, what the body's parse (weights
+# grown or reserved, server/wire_request.h) and validation cost. About a
+# minute.
 if want upload; then
+  ./upload_bench > "$work/upload_bench.log" 2>&1
+  summary "upload bench: rc=$? $(tr '\n' ' ' < "$work/upload_bench.log")"
   SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
     CASE=categorical_4096x1024_f32 PATTERNS="1x1 -c 1 -m 1;4x1 -c 4 -m 1" \
     ROUNDS=2 DURATION=4 ./small_rounds.sh . "$work/upload" \

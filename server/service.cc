@@ -144,6 +144,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* RefuseStream(
 // RepeatedField slice by slice; in an arena every growth takes fresh memory
 // (the old storage is kept until the arena goes), which measured 2-4 times
 // slower for a 16 MB upload than the heap, where freed storage is reused.
+// (A categorical upload's weights no longer grow: ParseRequestBody reserves
+// them at their size from the wire, wire_request.h.)
 // A body that is not a valid message is refused as gRPC's typed methods
 // refuse it (bad_body_interceptor.h): before authentication, counted only
 // as sampler_refused_total{reason="bad_body"}.

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
+#include "sampler/v1/sampler.pb.h"
 
 namespace sampler::server {
 
@@ -25,6 +26,22 @@ std::string BadBodyMessage(absl::string_view request_type);
 // valid message.
 absl::Status ParseRequestBody(const grpc::ByteBuffer& body,
                               google::protobuf::Message* request);
+
+// The same for the categorical requests, whose weights make up nearly all
+// of a large body (a 16 MB upload: issue 13): a body of at least
+// kPresizeFromBytes has its packed weights' length read off the wire first
+// and their storage reserved at that size, so that parsing copies each
+// value once into memory allocated once, rather than growing the field
+// slice by slice (a copy of everything received so far at each doubling,
+// into fresh pages). The message parsed is the same either way.
+absl::Status ParseRequestBody(const grpc::ByteBuffer& body,
+                              v1::SampleCategoricalRequest* request);
+absl::Status ParseRequestBody(const grpc::ByteBuffer& body,
+                              v1::SampleCategoricalStreamRequest* request);
+
+// Bodies from this size have their weights' storage reserved (above);
+// smaller ones are parsed as any other.
+inline constexpr size_t kPresizeFromBytes = size_t{64} << 10;
 
 }  // namespace sampler::server
 

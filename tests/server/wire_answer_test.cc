@@ -1,8 +1,7 @@
 // Answers written around borrowed payloads (server/wire_answer.h) are, byte
 // for byte, what protobuf serializes, for every shape of every answer and
 // stream message; their values are borrowed, not copied, and stay valid
-// while the buffer lives. Also the raw methods' request parsing
-// (server/wire_request.h).
+// while the buffer lives.
 #include "server/wire_answer.h"
 
 #include <grpcpp/grpcpp.h>
@@ -16,7 +15,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/stream_chunk.h"
-#include "server/wire_request.h"
 
 namespace sampler::server {
 namespace {
@@ -273,29 +271,6 @@ TEST(WireAnswer, CategoricalStreamMessagesAreProtobufsBytes) {
           absl::StrCat("draws ", draws, " rows ", rows));
     }
   }
-}
-
-TEST(WireRequest, ParsesValidBodiesAndNamesTheTypeOfBadOnes) {
-  v1::SampleGammaRequest sent;
-  sent.mutable_elements()->mutable_shape()->mutable_f32()->add_values(2.5f);
-  sent.set_seed(3);
-  const std::string bytes = sent.SerializeAsString();
-  // One slice, and the same bytes over two slices.
-  grpc::Slice whole(bytes);
-  grpc::Slice halves[] = {grpc::Slice(bytes.data(), 3),
-                          grpc::Slice(bytes.data() + 3, bytes.size() - 3)};
-  for (const grpc::ByteBuffer& body :
-       {grpc::ByteBuffer(&whole, 1), grpc::ByteBuffer(halves, 2)}) {
-    v1::SampleGammaRequest got;
-    ASSERT_TRUE(ParseRequestBody(body, &got).ok());
-    EXPECT_EQ(got.SerializeAsString(), bytes);
-  }
-  const std::string garbage("\x0a\xff\xff\xff\x0f garbage", 14);
-  grpc::Slice bad(garbage);
-  v1::SampleGammaRequest got;
-  const absl::Status status = ParseRequestBody(grpc::ByteBuffer(&bad, 1), &got);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(), BadBodyMessage("sampler.v1.SampleGammaRequest"));
 }
 
 }  // namespace
