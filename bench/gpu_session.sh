@@ -5,9 +5,9 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb small plan crossover upload categorical.
+# service floor multi wire pb small plan crossover upload unary categorical.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload categorical}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload unary categorical}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -168,6 +168,22 @@ if want upload; then
     cuda=./sampler-server:--backend=cuda,--metrics_listen= \
     > "$work/upload.log" 2>&1
   summary "upload: rc=$? $(tail -7 "$work/upload.log" | tr '\n' ';')"
+fi
+
+# One unary answer of 10M float32 gamma samples (issue 13 target 4: 40 MB
+# in 20 ms, 2 GB/s) in interleaved rounds, one call at a time: the floor,
+# the CUDA backend with large answers in reused memory (the default,
+# server/answer_memory.h) and with every answer on the heap as before
+# (--answer_cache_bytes=0). ms a call = 1000 / req/s; MB/s = 40 x req/s.
+# About a minute.
+if want unary; then
+  SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
+    CASE=gamma_10m_f32 PATTERNS="1x1 -c 1 -m 1" ROUNDS=3 DURATION=4 \
+    ./small_rounds.sh . "$work/unary" floor=./floor-server \
+    cuda=./sampler-server:--backend=cuda,--metrics_listen= \
+    cuda_heap=./sampler-server:--backend=cuda,--metrics_listen=,--answer_cache_bytes=0 \
+    > "$work/unary.log" 2>&1
+  summary "unary 10M: rc=$? $(tail -4 "$work/unary.log" | tr '\n' ';')"
 fi
 
 # From which request size the CUDA backend beats the CPU backend end to end,

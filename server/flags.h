@@ -46,6 +46,7 @@ struct ServerFlags {
   int64_t max_enumerate_terms = 0;
   int64_t max_message_bytes = 0;
   int64_t worker_threads = 0;
+  int64_t answer_cache_bytes = 0;
   std::vector<std::string> gpus;
   int64_t streams_per_gpu = 0;
   int64_t gpu_pool_limit_bytes = 0;

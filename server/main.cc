@@ -35,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.pb.h"
+#include "server/answer_memory.h"
 #include "server/auth.h"
 #include "server/backend_factory.h"
 #include "server/bad_body_interceptor.h"
@@ -94,6 +95,10 @@ ABSL_FLAG(int64_t, max_enumerate_terms, int64_t{1} << 22,
 ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "Largest gRPC message received or sent, in bytes (at least 64 KiB)");
 ABSL_FLAG(int32_t, worker_threads, 0, "CPU backend threads (0: one per core)");
+ABSL_FLAG(int64_t, answer_cache_bytes, int64_t{256} << 20,
+          "Memory of large unary answers (4 MiB or more) kept for reuse "
+          "between calls, in bytes (0: none, every answer on the heap; "
+          "answer_memory.h)");
 ABSL_FLAG(std::vector<std::string>, gpus, {},
           "CUDA backend: GPUs to use, e.g. 0,2 (empty: every visible GPU)");
 ABSL_FLAG(int32_t, streams_per_gpu, 4,
@@ -183,6 +188,7 @@ ServerFlags FlagValues() {
   f.max_enumerate_terms = absl::GetFlag(FLAGS_max_enumerate_terms);
   f.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   f.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  f.answer_cache_bytes = absl::GetFlag(FLAGS_answer_cache_bytes);
   f.gpus = absl::GetFlag(FLAGS_gpus);
   f.streams_per_gpu = absl::GetFlag(FLAGS_streams_per_gpu);
   f.gpu_pool_limit_bytes = absl::GetFlag(FLAGS_gpu_pool_limit_bytes);
@@ -247,6 +253,9 @@ int Run(ShutdownWatchdog& watchdog) {
                                      auth->num_tokens(), " accepted)");
   std::fprintf(stderr, "sampler-server: gRPC port: %s; %s\n",
                security->description.c_str(), token_text.c_str());
+
+  AnswerBlocks().SetCapBytes(
+      static_cast<size_t>(flag_values.answer_cache_bytes));
 
   BackendOptions backend_options;
   backend_options.name = absl::GetFlag(FLAGS_backend);

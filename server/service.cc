@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "sampler/kernels/contract.h"
+#include "server/answer_memory.h"
 #include "server/grpc_status.h"
 #include "server/rpc_names.h"
 #include "server/stream_reactor.h"
@@ -172,13 +173,13 @@ grpc::ServerUnaryReactor* FinishedUnary(grpc::CallbackServerContext* context,
 // only for an authenticated caller), bind the output into the response,
 // queue, and finish from whichever thread completes the job (`encode`
 // first when it succeeded: what the raw method sends, ServeRawUnary).
-template <typename JobT, typename Response, typename ParseFn, typename BindFn,
-          typename EncodeFn>
+// `bind(job)` binds the job's output into the answer's message.
+template <typename JobT, typename ParseFn, typename BindFn, typename EncodeFn>
 grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
                                      grpc::CallbackServerContext* context,
-                                     ParseFn parse, Response* response,
-                                     BindFn bind, Batcher<JobT>& batcher,
-                                     const CallEnv& env, EncodeFn encode) {
+                                     ParseFn parse, BindFn bind,
+                                     Batcher<JobT>& batcher, const CallEnv& env,
+                                     EncodeFn encode) {
   if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
     return RefuseUnary(rpc, context, denied, env);
   }
@@ -208,7 +209,7 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
     finish(ExpiredStatus(), /*refused=*/true);
     return reactor;
   }
-  bind(*j, response);
+  bind(*j);
   j->client = ClientKey(*context, env.auth);
   // Only called while the job is queued, i.e. before Finish: the context is
   // alive then.
@@ -235,10 +236,16 @@ grpc::ServerUnaryReactor* ServeRawUnary(
   absl::StatusOr<std::shared_ptr<const Request>> request =
       ParseBody<Request>(rpc, body, env);
   if (!request.ok()) return FinishedUnary(context, request.status());
-  auto answer = std::make_shared<Response>();
+  // The message is made when the job is bound, once its size is known
+  // (NewAnswer: large answers in reused memory, answer_memory.h).
+  auto answer = std::make_shared<std::shared_ptr<Response>>();
   return ServeUnary(
-      rpc, context, [&] { return parse(*std::move(request)); }, answer.get(),
-      bind, batcher, env, [answer, wire] { *wire = AnswerToWire(answer); });
+      rpc, context, [&] { return parse(*std::move(request)); },
+      [answer, bind](JobT& job) {
+        *answer = NewAnswer<Response>(job.items);
+        bind(job, answer->get());
+      },
+      batcher, env, [answer, wire] { *wire = AnswerToWire(*answer); });
 }
 
 // Starts a stream, or refuses it at once when its caller is not

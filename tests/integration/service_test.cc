@@ -2275,6 +2275,37 @@ TEST_F(NoBatchingTest, EveryBatchHoldsOneRequest) {
   EXPECT_EQ(batches, 16);
 }
 
+// ======================================================= large answers ====
+
+// Unary answers of 2^20 work items or more are built in reused memory
+// (server/answer_memory.h), here a cache that holds one such answer: each
+// call's samples are the CPU kernel's, also where a call reuses the memory
+// of the one before (another seed, another size, then the first again).
+class LargeAnswerTest : public ServerSuite<LargeAnswerTest> {
+ public:
+  static std::vector<std::string> Flags() {
+    return {"--answer_cache_bytes=8388608"};
+  }
+};
+
+TEST_F(LargeAnswerTest, AnswersInReusedMemoryEqualTheCpuKernel) {
+  const int64_t n = (int64_t{1} << 20) + 5;
+  for (const auto& [count, seed] : std::vector<std::pair<int64_t, uint64_t>>{
+           {n, 11}, {n, 12}, {n + 100000, 13}, {n, 11}}) {
+    const std::vector<Group> groups = {{2.0, 1.0, count}};
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::SampleGammaResponse response;
+    const grpc::Status status = stub_->SampleGamma(
+        &context, GammaGroupsRequest<float>(groups, seed), &response);
+    ASSERT_TRUE(status.ok()) << Describe(status);
+    EXPECT_EQ(response.seed(), seed);
+    EXPECT_TRUE(SameBits(Values<float>(response.samples()),
+                         GammaGroupsCpu<float>(groups, seed, false)))
+        << count << " samples, seed " << seed;
+  }
+}
+
 // =============================================================== stalls ====
 
 // Streams whose client stops reading (issue 9 item 2): cancelled after

@@ -15,19 +15,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/stream_chunk.h"
+#include "tests/server/wire_bytes.h"
 
 namespace sampler::server {
 namespace {
-
-std::string Bytes(const grpc::ByteBuffer& wire) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(wire.Dump(&slices).ok());
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  return bytes;
-}
 
 // True when some slice of `wire` starts at `data`: the values were
 // borrowed, not copied.
