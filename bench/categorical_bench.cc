@@ -243,8 +243,9 @@ void Print(const Result& r) {
   std::fflush(stdout);
 }
 
-// The largest K of the lane-per-row kernel (kernels/categorical_lanes.h,
-// private to the library; PrepareCategoricalSegments refuses more).
+// The largest K of the lane-per-row and lane-group kernels
+// (kernels/categorical_lanes.h, categorical_lane_groups.h, private to the
+// library; PrepareCategoricalSegments refuses more).
 constexpr int64_t kLanesLargestK = 128;
 // And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
 constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
@@ -270,7 +271,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--issue] [--csv FILE] [--k K] "
                    "[--kernel butterfly|butterfly-cap|warp-per-row|"
-                   "prefix-sum|row-split|lanes|warp-tiles]\n",
+                   "prefix-sum|row-split|lanes|warp-tiles|lane-groups]\n",
                    argv[0]);
       return 2;
     }
@@ -311,11 +312,12 @@ int Main(int argc, char** argv) {
   // Issue 11's table: the kernels that served K below 2^15 before the lanes
   // kernel (butterfly or warp per row) against the row-split kernel, which
   // the service runs from 2^15 on, the lanes kernel, which it runs up to
-  // K = 128, and the warp-tiles kernel (server/cuda_exec_categorical.cc).
+  // K = 128, and the warp-tiles kernel (server/cuda_exec_categorical.cc);
+  // then the candidates: the lane-group kernel up to K = 128.
   const auto issue_table = [&] {
     for (int64_t k :
-         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{4096}, int64_t{8192},
-          int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
+         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}, int64_t{4096},
+          int64_t{8192}, int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
       for (int32_t draws : {1, 4, 32}) {
         run(float{},
             k < 64 ? CategoricalKernel::kButterfly
@@ -325,6 +327,8 @@ int Main(int argc, char** argv) {
             draws);
         if (k <= kLanesLargestK) {
           run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k,
+              draws);
+          run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws);
         }
         if (k > 32 && k <= kWarpTilesLargestK) {
@@ -358,6 +362,8 @@ int Main(int argc, char** argv) {
     for (int64_t k : sweep) {
       if (k <= kLanesLargestK) {
         run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+        run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+            1);
       }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
@@ -374,12 +380,15 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{128}}) {
       for (int32_t draws : {4, 32}) {
         run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, draws);
+        run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+            draws);
       }
     }
     bench.Fill<float>(WeightKind::kLogits);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
       if (k <= kLanesLargestK) {
         run(float{}, CategoricalKernel::kLanes, WeightKind::kLogits, k, 1);
+        run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kLogits, k, 1);
       }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
@@ -389,6 +398,8 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
       if (k <= kLanesLargestK) {
         run(double{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+        run(double{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+            1);
       }
       run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);

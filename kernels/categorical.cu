@@ -74,9 +74,10 @@
 // search for the row's lane together.
 //
 // kRowSplit (categorical_row_split.cu), kLanes (categorical_lanes.cu, one
-// row per lane for K up to 128) and kWarpTiles (categorical_warp_tiles.cu,
-// one warp per row by tiles of 128 for K up to 2^17) live in their own
-// files; this one plans and launches them.
+// row per lane for K up to 128), kWarpTiles (categorical_warp_tiles.cu,
+// one warp per row by tiles of 128 for K up to 2^17) and kLaneGroups
+// (categorical_lane_groups.cu, 1 to 4 lanes a row for K up to 128) live in
+// their own files; this one plans and launches them.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -89,6 +90,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "categorical_lane_groups.h"
 #include "categorical_lanes.h"
 #include "categorical_row_split.h"
 #include "categorical_segments.cuh"
@@ -856,6 +858,9 @@ absl::Status Launch(const CategoricalPlan& plan,
     case CategoricalKernel::kWarpTiles:
       return LaunchCategoricalWarpTiles<T>(plan, device_segments, values, out,
                                            stream);
+    case CategoricalKernel::kLaneGroups:
+      return LaunchCategoricalLaneGroups<T>(plan, device_segments, values, out,
+                                            stream);
   }
   return absl::InvalidArgumentError("LaunchCategorical: bad kernel");
 }
@@ -876,6 +881,8 @@ const char* CategoricalKernelName(CategoricalKernel kernel) {
       return "lanes";
     case CategoricalKernel::kWarpTiles:
       return "warp-tiles";
+    case CategoricalKernel::kLaneGroups:
+      return "lane-groups";
   }
   return "unknown";
 }
@@ -888,7 +895,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       kernel != CategoricalKernel::kWarpPerRow &&
       kernel != CategoricalKernel::kRowSplit &&
       kernel != CategoricalKernel::kLanes &&
-      kernel != CategoricalKernel::kWarpTiles) {
+      kernel != CategoricalKernel::kWarpTiles &&
+      kernel != CategoricalKernel::kLaneGroups) {
     return absl::InvalidArgumentError("PrepareCategoricalSegments: bad kernel");
   }
   if (segments.size() >
@@ -955,6 +963,11 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       return SegmentError(i, "categories", s.categories,
                           "too many for the lanes kernel (at most 128)");
     }
+    if (kernel == CategoricalKernel::kLaneGroups &&
+        s.categories > kLaneGroupsMaxCategories) {
+      return SegmentError(i, "categories", s.categories,
+                          "too many for the lane-groups kernel (at most 128)");
+    }
     if (kernel == CategoricalKernel::kWarpTiles &&
         s.categories > kWarpTilesMaxCategories) {
       return SegmentError(i, "categories", s.categories,
@@ -972,6 +985,15 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         [&](const CategoricalSegment& s) { return !multi_block(s); });
   }
 
+  // kLaneGroups: one launch per group size, in order.
+  if (kernel == CategoricalKernel::kLaneGroups) {
+    std::stable_sort(
+        segments.begin(), segments.end(),
+        [](const CategoricalSegment& a, const CategoricalSegment& b) {
+          return LaneGroupLanes(a.categories) < LaneGroupLanes(b.categories);
+        });
+  }
+
   CategoricalPlan plan;
   plan.kernel = kernel;
   plan.precision = precision;
@@ -983,6 +1005,9 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   bool any_logits = false;
   int64_t block_cap_used = 0;
   int64_t max_categories = 0;  // kRowSplit, kLanes
+  // kLaneGroups: a warp's shared memory is not monotonic in K (its rows
+  // a round halve where its lanes a row double).
+  size_t max_warp_bytes = 0;
   for (CategoricalSegment& s : segments) {
     const int64_t blocks = cat::NumBlocks(s.categories);
     if (kernel == CategoricalKernel::kButterfly && split < 0 &&
@@ -1023,6 +1048,17 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       case CategoricalKernel::kLanes:
       case CategoricalKernel::kWarpTiles:
         max_categories = std::max(max_categories, s.categories);
+        break;
+      case CategoricalKernel::kLaneGroups:
+        for (int i = 0; i < 3; ++i) {
+          if (LaneGroupLanes(s.categories) <= (1 << i)) {
+            plan.lane_group_ends[i] = tasks;
+          }
+        }
+        max_warp_bytes = std::max(
+            max_warp_bytes,
+            LaneGroupsWarpSmemBytes(s.categories,
+                                    precision == Precision::kFloat64 ? 8 : 4));
         break;
     }
     if (need > 0) {
@@ -1078,6 +1114,9 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         max_categories, precision == Precision::kFloat64 ? 8 : 4);
     plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
         static_cast<int32_t>((bytes + sizeof(U) - 1) / sizeof(U));
+  } else if (kernel == CategoricalKernel::kLaneGroups) {
+    plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
+        static_cast<int32_t>((max_warp_bytes + sizeof(U) - 1) / sizeof(U));
   } else if (kernel == CategoricalKernel::kWarpTiles) {
     // One running total per tile and row (warp).
     block_cap_used = (max_categories + kWarpTilesValuesPerTile - 1) /

@@ -1,0 +1,405 @@
+// CategoricalKernel::kLaneGroups: each row of SampleCategorical served by a
+// group of G = 1, 2 or 4 lanes (K up to 32, 64, 128), four warps a block.
+// Bits of SampleCategoricalCpu (docs/randomness.md, section "Categorical",
+// CAT2).
+//
+// Why, after kLanes (categorical_lanes.cu, one row per lane): Nsight
+// Compute (bench/results/categorical-ncu-h100-session7-2026-11-26.md) finds
+// kLanes issue-bound at 32 warps an SM at K = 32 (one-warp blocks meet the
+// 32-blocks-an-SM cap) and latency-bound at 13 warps an SM at K = 100 (16.3
+// KB of shared memory a warp: 32 whole rows and their chunk totals). The
+// rows a warp holds at once are what costs shared memory; the lanes that
+// work on them are what hides latency. So:
+//
+//   * blocks of 4 warps (each warp still its own task of 32 lane-aligned
+//     rows, as kLanes), so that the block cap no longer binds;
+//   * a warp takes its 32 rows in G rounds of 32 / G rows, each row served
+//     by G lanes: at K = 100 a warp holds 8 rows (4.1 KB with their chunk
+//     totals), not 32 (16.3 KB), and all 32 lanes work on them;
+//   * the chunk totals stay in shared memory (a draw may land in any
+//     member's part), 8 bytes per 8 weights.
+//
+// The contract fixes only S_d's order, and G lanes can form it exactly:
+// member m of a group takes the columns l = m 32/G .. (m+1) 32/G - 1 (all
+// blocks b, in order), builds their pairwise subtree (the node of level
+// 5 - log2 G), and the group merges the G nodes level by level with xor
+// shuffles (left + right = right + left in IEEE arithmetic, so both lanes
+// of a pair hold the same node); member 0 adds the remnant first. The rest
+// is exact integers, so any split works:
+//
+//   1. load: the round's rows are contiguous; cp.async copies them into
+//      shared memory at an odd row stride (K | 1), coalesced;
+//   2. per group: logits become weights in place (each member every G-th
+//      value; the group's maximum by shuffles); S_d as above; the scale;
+//      q_j = floor(w_j 2^s) by multiplication (QuantizeByMultiply, exact)
+//      summed per chunk of 8 weights in row order (the remnant's chunks,
+//      then 4 a block of 32): member m takes the chunks of its own columns,
+//      which makes a lane's reads conflict-free, as in S_d; member 0 turns
+//      the chunk totals into running totals (C at each chunk's end);
+//   3. per draw: member m takes the Philox blocks m, m + G, ... (draws
+//      2p and 2p + 1 of block p); X = floor(r Q / 2^64); a binary search
+//      over the chunk ends finds the first end > X; a walk of at most 8
+//      weights from the chunk's start recomputes their q and stops at the
+//      first j with X < C_j + q_j (zero weights never stop it).
+//
+// Cost per weight, float32, one draw (the budget at 70% of an H100's copy
+// bandwidth is about 44 thread instructions and 5.6 conversions a weight,
+// categorical_lanes.cu): load 6, S_d 4 (LDS, F2F.F64, DADD, loop), Q 6
+// (LDS, 2 FMUL, F2I.U64, 64-bit add; the block chunks are unrolled), the
+// chunk scan 4 / 8 on one lane of G, the logits and draws as kLanes; that
+// is about kLanes's 19, while the warps an SM hold, counting shared memory
+// (5.5 KB a warp at most in float: 32 x 33 values and 5 x 32 chunk ends at
+// K = 32; 8 x 129 and 17 x 8 at K = 128) and 48 registers (10 blocks of
+// 128 threads), go to 40 from 32 at K = 32 and from 13 at K = 100 (from 11
+// at K = 128). Predicted: K = 100 at or above kLanes's K = 32 (56.8%),
+// K = 32 a little above it; D = 32 unchanged per draw, but a row's draws
+// now run on G lanes.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "categorical_lane_groups.h"
+#include "categorical_segments.cuh"
+#include "categorical_shared_rows.cuh"
+#include "sampler/kernels/categorical.h"
+#include "sampler/kernels/categorical_core.h"
+#include "sampler/kernels/cuda/launch.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/detmath.h"
+#include "sampler/kernels/philox.h"
+#include "sampler/kernels/status_macros.h"
+
+namespace sampler::kernels::cuda {
+namespace {
+
+namespace cat = ::sampler::kernels::categorical;
+using U = uint64_t;
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
+// Blocks an SM for the register budget: 65,536 / (10 x 128) leaves 51
+// registers a thread (48 after allocation granularity).
+constexpr int kMinBlocks = 10;
+// Weights per chunk: one running total is stored per chunk, and a draw
+// walks at most this many weights.
+constexpr int kChunk = 8;
+// Chunks per block of 32 columns.
+constexpr int kChunksPerBlock = kWarpSize / kChunk;
+
+// Rows of one round (a warp's shared memory holds these).
+__host__ __device__ constexpr int RoundRows(int64_t categories) {
+  return kWarpSize / LaneGroupLanes(categories);
+}
+// Odd row stride, in values, so that lanes reading their rows in step hit
+// different banks.
+__host__ __device__ constexpr int64_t RowStride(int64_t categories) {
+  return categories | 1;
+}
+// Chunks of a row: ceil(R / 8) for the remnant, 4 a block (K = R + 32 nb).
+__host__ __device__ constexpr int64_t Chunks(int64_t categories) {
+  return (categories + kChunk - 1) / kChunk;
+}
+// Odd stride of a row's chunk ends, in uint64.
+__host__ __device__ constexpr int64_t ChunkStride(int64_t categories) {
+  return Chunks(categories) | 1;
+}
+// Bytes of the round's rows, rounded up to 16 so that the chunk ends that
+// follow are aligned.
+__host__ __device__ constexpr size_t RowsBytes(int64_t categories,
+                                               size_t value_bytes) {
+  return (static_cast<size_t>(RoundRows(categories) * RowStride(categories)) *
+              value_bytes +
+          15) /
+         16 * 16;
+}
+
+// Where a row's rows and chunk ends lie in its warp's shared memory.
+template <typename T>
+struct WarpArea {
+  T* rows;
+  U* chunk_ends;
+};
+
+// The lanes of this lane's group, for the group's shuffles.
+template <int G>
+__device__ __forceinline__ unsigned GroupMask(int lane) {
+  return G == kWarpSize ? 0xffffffffu : ((1u << G) - 1) << (lane & ~(G - 1));
+}
+
+// The maximum of a row of logits, then w_j = exp(l_j - max) in place:
+// member m takes values m, m + G, ...; the maximum is exact in any order.
+template <typename T, int G>
+__device__ __forceinline__ void LogitsToWeights(T* row, int k, int member,
+                                                unsigned mask) {
+  T row_max = -std::numeric_limits<T>::infinity();
+  for (int j = member; j < k; j += G) {
+    row_max = row[j] > row_max ? row[j] : row_max;
+  }
+#pragma unroll
+  for (int bit = 1; bit < G; bit <<= 1) {
+    const T other = __shfl_xor_sync(mask, row_max, bit);
+    row_max = other > row_max ? other : row_max;
+  }
+  for (int j = member; j < k; j += G) row[j] = detmath::Exp(row[j] - row_max);
+  __syncwarp(mask);  // the group's other members read these weights
+}
+
+// S_d in the contract's order, in every member of the group: member m's
+// subtree of 32 / G columns, the group's merges level by level, member 0's
+// remnant first.
+template <typename T, int G>
+__device__ __forceinline__ double GroupScaleSum(const T* row, int k, int member,
+                                                int lane, unsigned mask) {
+  constexpr int kCols = kWarpSize / G;
+  const int remnant = static_cast<int>(cat::RemnantSize(k));
+  const int blocks = static_cast<int>(cat::NumBlocks(k));
+  double sum = member == 0 ? RemnantScaleSum(row, remnant) : 0.0;
+  if (blocks > 0) {
+    double node = ColumnTreeSum<kCols>(row, remnant, blocks, member * kCols);
+#pragma unroll
+    for (int bit = 1; bit < G; bit <<= 1) {
+      node = node + __shfl_xor_sync(mask, node, bit);
+    }
+    sum = sum + node;
+  }
+  if constexpr (G > 1) sum = __shfl_sync(mask, sum, lane & ~(G - 1));
+  return sum;
+}
+
+// First value of chunk c of a row with `remnant` values before its blocks
+// (remnant_chunks = ceil(remnant / 8)), and one past its last.
+__device__ __forceinline__ int ChunkBegin(int c, int remnant,
+                                          int remnant_chunks) {
+  return c < remnant_chunks ? kChunk * c
+                            : remnant + kChunk * (c - remnant_chunks);
+}
+__device__ __forceinline__ int ChunkEnd(int c, int remnant,
+                                        int remnant_chunks) {
+  return c < remnant_chunks ? min(kChunk * (c + 1), remnant)
+                            : remnant + kChunk * (c - remnant_chunks + 1);
+}
+
+// The running totals C at every chunk's end (ends[c]), every member's
+// chunks quantized by that member: the remnant's chunks m, m + G, ... and,
+// in every block, the chunks of member m's columns. Returns Q.
+template <typename T, int G>
+__device__ __forceinline__ U GroupChunkEnds(const T* row, U* ends, int k,
+                                            int member, unsigned mask,
+                                            cat::ScaleFactors<T> factors) {
+  constexpr int kCols = kWarpSize / G;
+  constexpr int kMemberChunks = kCols / kChunk;  // per block
+  const int remnant = static_cast<int>(cat::RemnantSize(k));
+  const int blocks = static_cast<int>(cat::NumBlocks(k));
+  const int remnant_chunks = (remnant + kChunk - 1) / kChunk;
+  const int chunks = remnant_chunks + kChunksPerBlock * blocks;
+  // G = 1: one lane owns every chunk in row order, so t runs on and ends
+  // holds C at once; otherwise ends holds each chunk's own total first.
+  U t = 0;
+  for (int c = member; c < remnant_chunks; c += G) {
+    if constexpr (G > 1) t = 0;
+    const int end = ChunkEnd(c, remnant, remnant_chunks);
+    for (int j = kChunk * c; j < end; ++j) {
+      t = t + cat::QuantizeByMultiply(row[j], factors);
+    }
+    ends[c] = t;
+  }
+  for (int b = 0; b < blocks; ++b) {
+#pragma unroll
+    for (int s = 0; s < kMemberChunks; ++s) {
+      if constexpr (G > 1) t = 0;
+      const T* chunk =
+          row + remnant + kWarpSize * b + member * kCols + kChunk * s;
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        t = t + cat::QuantizeByMultiply(chunk[i], factors);
+      }
+      ends[remnant_chunks + kChunksPerBlock * b + member * kMemberChunks + s] =
+          t;
+    }
+  }
+  if constexpr (G > 1) {
+    __syncwarp(mask);
+    if (member == 0) {
+      U running = 0;
+      for (int c = 0; c < chunks; ++c) {
+        running = running + ends[c];
+        ends[c] = running;
+      }
+    }
+    __syncwarp(mask);
+  }
+  return ends[chunks - 1];
+}
+
+// The category of X < Q: the first chunk whose end exceeds X (binary
+// search; ends[chunks - 1] = Q > X), then a walk from the chunk's start.
+template <typename T>
+__device__ __forceinline__ int32_t FindCategory(const T* row, const U* ends,
+                                                int remnant, int chunks, U x,
+                                                cat::ScaleFactors<T> factors) {
+  const int remnant_chunks = (remnant + kChunk - 1) / kChunk;
+  int c = 0;
+  for (int n = chunks; n > 1;) {
+    const int half = n / 2;
+    c = ends[c + half - 1] <= x ? c + half : c;
+    n -= half;
+  }
+  U prefix = c > 0 ? ends[c - 1] : 0;
+  const int last = ChunkEnd(c, remnant, remnant_chunks) - 1;
+  int j = ChunkBegin(c, remnant, remnant_chunks);
+  for (; j < last; ++j) {
+    prefix = prefix + cat::QuantizeByMultiply(row[j], factors);
+    if (x < prefix) break;
+  }
+  return j;
+}
+
+// One warp's task of 32 lane-aligned rows (as kLanes), in G rounds of
+// 32 / G rows, G lanes a row.
+template <typename T, int G>
+__device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
+                                        const CategoricalSegment& seg,
+                                        int64_t task, int lane,
+                                        WarpArea<T> area) {
+  constexpr int kRows = kWarpSize / G;
+  const int k = static_cast<int>(seg.categories);  // <= 128
+  const int32_t draws = seg.draws;
+  const int remnant = static_cast<int>(cat::RemnantSize(k));
+  const int chunks = static_cast<int>(Chunks(k));
+  const int stride = static_cast<int>(RowStride(k));
+  const int chunk_stride = static_cast<int>(ChunkStride(k));
+  const int member = lane % G;
+  const int slot = lane / G;
+  const unsigned mask = GroupMask<G>(lane);
+
+  // Task row t (0..31) is segment row row0 + t.
+  const int64_t row0 =
+      (task - seg.task_begin) * kWarpSize - cat::LaneOf(seg.first_row);
+  const int t_begin = row0 < 0 ? static_cast<int>(-row0) : 0;
+  const int t_end = seg.rows - row0 < kWarpSize
+                        ? static_cast<int>(seg.rows - row0)
+                        : kWarpSize;
+#pragma unroll 1
+  for (int round = 0; round < G; ++round) {
+    const int first = round * kRows;
+    const int rb = max(t_begin, first);
+    const int re = min(t_end, first + kRows);
+    if (rb >= re) continue;  // the same in every lane
+    QueueRowsCopy(area.rows, stride,
+                  p.values + seg.values_offset + (row0 + rb) * k, re - rb, k,
+                  rb - first, lane);
+    WaitAsyncCopies();
+    __syncwarp();
+    const int t = first + slot;
+    if (t >= rb && t < re) {  // whole groups
+      T* row = area.rows + slot * stride;
+      U* ends = area.chunk_ends + slot * chunk_stride;
+      if (seg.kind == WeightKind::kLogits) {
+        LogitsToWeights<T, G>(row, k, member, mask);
+      }
+      const int scale =
+          cat::RowScale(GroupScaleSum<T, G>(row, k, member, lane, mask));
+      const cat::ScaleFactors<T> factors = cat::ScaleFactorsFor<T>(scale);
+      const U total = GroupChunkEnds<T, G>(row, ends, k, member, mask, factors);
+
+      const int64_t my_row = row0 + t;
+      const uint64_t item = seg.first_row + static_cast<uint64_t>(my_row);
+      int32_t* my_out = p.out + seg.out_offset + my_row * draws;
+      PhiloxBlock philox{};
+      // Member m takes Philox blocks m, m + G, ...: draws 2p and 2p + 1 of
+      // block p.
+#pragma unroll 1
+      for (int32_t block = member; cat::kDrawsPerBlock * block < draws;
+           block += G) {
+        const int32_t d_end = min(draws, cat::kDrawsPerBlock * (block + 1));
+        for (int32_t d = cat::kDrawsPerBlock * block; d < d_end; ++d) {
+          const U x = cat::NextDrawX(seg.seed, item, d, total, philox);
+          my_out[d] = FindCategory(row, ends, remnant, chunks, x, factors);
+        }
+      }
+    }
+    __syncwarp();  // the next round overwrites the rows
+  }
+}
+
+// One launch per group size (a kernel holding the three spills: their
+// register needs differ).
+template <typename T, int G>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
+    LaneGroupsKernel(const SegmentedParams<T> p, int64_t task_begin,
+                     int64_t task_end, int32_t warp_bytes) {
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int64_t task =
+      task_begin + static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (task >= task_end) return;  // no block-wide synchronization below
+  const CategoricalSegment& seg = FindSegment(p.segments, p.num_segments, task);
+  unsigned char* mine = smem_bytes + static_cast<size_t>(warp) * warp_bytes;
+  const WarpArea<T> area{
+      reinterpret_cast<T*>(mine),
+      reinterpret_cast<U*>(mine + RowsBytes(seg.categories, sizeof(T)))};
+  RunTask<T, G>(p, seg, task, lane, area);
+}
+
+template <typename T, int G>
+absl::Status LaunchGroup(const SegmentedParams<T>& params, int64_t task_begin,
+                         int64_t task_end, size_t warp_bytes,
+                         cudaStream_t stream) {
+  if (task_end <= task_begin) return absl::OkStatus();
+  const size_t smem = kWarpsPerBlock * warp_bytes;
+  SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(
+      reinterpret_cast<const void*>(LaneGroupsKernel<T, G>), smem));
+  const int64_t blocks =
+      (task_end - task_begin + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  LaneGroupsKernel<T, G>
+      <<<static_cast<unsigned>(blocks), kBlockThreads, smem, stream>>>(
+          params, task_begin, task_end, static_cast<int32_t>(warp_bytes));
+  SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+size_t LaneGroupsWarpSmemBytes(int64_t categories, size_t value_bytes) {
+  return RowsBytes(categories, value_bytes) +
+         static_cast<size_t>(RoundRows(categories) * ChunkStride(categories)) *
+             sizeof(U);
+}
+
+template <typename T>
+absl::Status LaunchCategoricalLaneGroups(const CategoricalPlan& plan,
+                                         const CategoricalSegment* segments,
+                                         const T* values, int32_t* out,
+                                         cudaStream_t stream) {
+  if ((plan.tasks + kWarpsPerBlock - 1) / kWarpsPerBlock >
+      std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LaunchCategorical: ", plan.tasks,
+                     " warps are more than one lane-groups launch can take"));
+  }
+  const SegmentedParams<T> params =
+      SegmentedParamsOf(plan, segments, values, out);
+  const size_t warp_bytes =
+      static_cast<size_t>(plan.smem_warp_elems[0]) * sizeof(U);
+  const int64_t* ends = plan.lane_group_ends;
+  SAMPLER_RETURN_IF_ERROR(
+      (LaunchGroup<T, 1>)(params, 0, ends[0], warp_bytes, stream));
+  SAMPLER_RETURN_IF_ERROR(
+      (LaunchGroup<T, 2>)(params, ends[0], ends[1], warp_bytes, stream));
+  return LaunchGroup<T, 4>(params, ends[1], ends[2], warp_bytes, stream);
+}
+
+template absl::Status LaunchCategoricalLaneGroups<float>(
+    const CategoricalPlan&, const CategoricalSegment*, const float*, int32_t*,
+    cudaStream_t);
+template absl::Status LaunchCategoricalLaneGroups<double>(
+    const CategoricalPlan&, const CategoricalSegment*, const double*, int32_t*,
+    cudaStream_t);
+
+}  // namespace sampler::kernels::cuda

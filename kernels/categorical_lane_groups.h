@@ -1,0 +1,53 @@
+// The lane-group categorical kernel (CategoricalKernel::kLaneGroups, in
+// categorical_lane_groups.cu): each row of small K served by a group of 1,
+// 2 or 4 lanes, four warps a block. Private to the categorical CUDA
+// library; categorical.cu plans and launches it.
+#ifndef SAMPLER_KERNELS_CATEGORICAL_LANE_GROUPS_H_
+#define SAMPLER_KERNELS_CATEGORICAL_LANE_GROUPS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "sampler/kernels/cuda/categorical.h"
+
+namespace sampler::kernels::cuda {
+
+// The largest K the kernel takes (as kLanes).
+inline constexpr int64_t kLaneGroupsMaxCategories = 128;
+
+// Lanes a row (1, 2 or 4 for K up to 32, 64, 128): every member owns at
+// least one chunk of 8 weights of every block of 32.
+inline constexpr int LaneGroupLanes(int64_t categories) {
+  return categories <= 32 ? 1 : categories <= 64 ? 2 : 4;
+}
+
+// Dynamic shared memory of one warp for rows of K values of `value_bytes`
+// bytes: one round's rows (32 / group lanes) at an odd row stride, then
+// one uint64 running total per chunk of 8 weights and row. A block holds
+// kLaneGroupsWarpsPerBlock of these.
+size_t LaneGroupsWarpSmemBytes(int64_t categories, size_t value_bytes);
+
+// Queues the kernel for plan.tasks warps (32 lane-aligned rows each,
+// numbered by task_begin as for kLanes, the segments ordered by
+// LaneGroupLanes) on `stream`, one launch per group size present
+// (plan.lane_group_ends), with plan.smem_warp_elems[0] eight-byte units of
+// shared memory a warp.
+template <typename T>
+absl::Status LaunchCategoricalLaneGroups(const CategoricalPlan& plan,
+                                         const CategoricalSegment* segments,
+                                         const T* values, int32_t* out,
+                                         cudaStream_t stream);
+
+extern template absl::Status LaunchCategoricalLaneGroups<float>(
+    const CategoricalPlan&, const CategoricalSegment*, const float*, int32_t*,
+    cudaStream_t);
+extern template absl::Status LaunchCategoricalLaneGroups<double>(
+    const CategoricalPlan&, const CategoricalSegment*, const double*, int32_t*,
+    cudaStream_t);
+
+}  // namespace sampler::kernels::cuda
+
+#endif  // SAMPLER_KERNELS_CATEGORICAL_LANE_GROUPS_H_
