@@ -247,6 +247,7 @@ void Print(const Result& r) {
 // (kernels/categorical_lanes.h, categorical_lane_groups.h, private to the
 // library; PrepareCategoricalSegments refuses more).
 constexpr int64_t kLanesLargestK = 128;
+constexpr int64_t kLaneGroupsLargestK = 256;
 // And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
 constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
 
@@ -313,11 +314,11 @@ int Main(int argc, char** argv) {
   // kernel (butterfly or warp per row) against the row-split kernel, which
   // the service runs from 2^15 on, the lanes kernel, which it runs up to
   // K = 128, and the warp-tiles kernel (server/cuda_exec_categorical.cc);
-  // then the candidates: the lane-group kernel up to K = 128.
+  // then the candidates: the lane-group kernel up to K = 256.
   const auto issue_table = [&] {
-    for (int64_t k :
-         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}, int64_t{4096},
-          int64_t{8192}, int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
+    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128},
+                      int64_t{256}, int64_t{4096}, int64_t{8192},
+                      int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
       for (int32_t draws : {1, 4, 32}) {
         run(float{},
             k < 64 ? CategoricalKernel::kButterfly
@@ -328,6 +329,8 @@ int Main(int argc, char** argv) {
         if (k <= kLanesLargestK) {
           run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k,
               draws);
+        }
+        if (k <= kLaneGroupsLargestK) {
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws);
         }
@@ -362,6 +365,8 @@ int Main(int argc, char** argv) {
     for (int64_t k : sweep) {
       if (k <= kLanesLargestK) {
         run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+      }
+      if (k <= kLaneGroupsLargestK) {
         run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
             1);
       }
@@ -388,6 +393,8 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
       if (k <= kLanesLargestK) {
         run(float{}, CategoricalKernel::kLanes, WeightKind::kLogits, k, 1);
+      }
+      if (k <= kLaneGroupsLargestK) {
         run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kLogits, k, 1);
       }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
@@ -398,6 +405,8 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
       if (k <= kLanesLargestK) {
         run(double{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+      }
+      if (k <= kLaneGroupsLargestK) {
         run(double{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
             1);
       }

@@ -76,7 +76,7 @@
 // kRowSplit (categorical_row_split.cu), kLanes (categorical_lanes.cu, one
 // row per lane for K up to 128), kWarpTiles (categorical_warp_tiles.cu,
 // one warp per row by tiles of 128 for K up to 2^17) and kLaneGroups
-// (categorical_lane_groups.cu, 1 to 4 lanes a row for K up to 128) live in
+// (categorical_lane_groups.cu, 1 to 8 lanes a row for K up to 256) live in
 // their own files; this one plans and launches them.
 #include <cuda_runtime.h>
 
@@ -966,7 +966,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     if (kernel == CategoricalKernel::kLaneGroups &&
         s.categories > kLaneGroupsMaxCategories) {
       return SegmentError(i, "categories", s.categories,
-                          "too many for the lane-groups kernel (at most 128)");
+                          "too many for the lane-groups kernel (at most 256)");
     }
     if (kernel == CategoricalKernel::kWarpTiles &&
         s.categories > kWarpTilesMaxCategories) {
@@ -985,7 +985,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         [&](const CategoricalSegment& s) { return !multi_block(s); });
   }
 
-  // kLaneGroups: one launch per group size, in order.
+  // kLaneGroups: one launch per group size (1, 2, 4, 8 lanes a row), in
+  // order.
   if (kernel == CategoricalKernel::kLaneGroups) {
     std::stable_sort(
         segments.begin(), segments.end(),
@@ -1050,7 +1051,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         max_categories = std::max(max_categories, s.categories);
         break;
       case CategoricalKernel::kLaneGroups:
-        for (int i = 0; i < 3; ++i) {
+        for (int i = 0; i < 4; ++i) {
           if (LaneGroupLanes(s.categories) <= (1 << i)) {
             plan.lane_group_ends[i] = tasks;
           }

@@ -1,5 +1,6 @@
 // CategoricalKernel::kLaneGroups: each row of SampleCategorical served by a
-// group of G = 1, 2 or 4 lanes (K up to 32, 64, 128), four warps a block.
+// group of G = 1, 2, 4 or 8 lanes (K up to 32, 64, 128, 256), four warps a
+// block.
 // Bits of SampleCategoricalCpu (docs/randomness.md, section "Categorical",
 // CAT2).
 //
@@ -17,7 +18,10 @@
 //     by G lanes: at K = 100 a warp holds 8 rows (4.1 KB with their chunk
 //     totals), not 32 (16.3 KB), and all 32 lanes work on them;
 //   * the chunk totals stay in shared memory (a draw may land in any
-//     member's part), 8 bytes per 8 weights.
+//     member's part), 8 bytes per 8 weights (per 4 for G = 8, whose members
+//     hold 4 columns);
+//   * up to K = 256 (G = 8): warp tiles run K = 256 at 29.8% of copy
+//     (session 7), one warp a row with a 64-bit butterfly per 128 weights.
 //
 // The contract fixes only S_d's order, and G lanes can form it exactly:
 // member m of a group takes the columns l = m 32/G .. (m+1) 32/G - 1 (all
@@ -32,28 +36,32 @@
 //   2. per group: logits become weights in place (each member every G-th
 //      value; the group's maximum by shuffles); S_d as above; the scale;
 //      q_j = floor(w_j 2^s) by multiplication (QuantizeByMultiply, exact)
-//      summed per chunk of 8 weights in row order (the remnant's chunks,
-//      then 4 a block of 32): member m takes the chunks of its own columns,
+//      summed per chunk of 8 (G = 8: 4) weights in row order (the
+//      remnant's chunks, then 32 / chunk a block of 32): member m takes the
+//      remnant's chunks m, m + G, ... and the chunks of its own columns,
 //      which makes a lane's reads conflict-free, as in S_d; member 0 turns
 //      the chunk totals into running totals (C at each chunk's end);
 //   3. per draw: member m takes the Philox blocks m, m + G, ... (draws
 //      2p and 2p + 1 of block p); X = floor(r Q / 2^64); a binary search
-//      over the chunk ends finds the first end > X; a walk of at most 8
-//      weights from the chunk's start recomputes their q and stops at the
+//      over the chunk ends finds the first end > X; a walk of at most a
+//      chunk from its start recomputes their q and stops at the
 //      first j with X < C_j + q_j (zero weights never stop it).
 //
 // Cost per weight, float32, one draw (the budget at 70% of an H100's copy
 // bandwidth is about 44 thread instructions and 5.6 conversions a weight,
 // categorical_lanes.cu): load 6, S_d 4 (LDS, F2F.F64, DADD, loop), Q 6
 // (LDS, 2 FMUL, F2I.U64, 64-bit add; the block chunks are unrolled), the
-// chunk scan 4 / 8 on one lane of G, the logits and draws as kLanes; that
-// is about kLanes's 19, while the warps an SM hold, counting shared memory
-// (5.5 KB a warp at most in float: 32 x 33 values and 5 x 32 chunk ends at
-// K = 32; 8 x 129 and 17 x 8 at K = 128) and 48 registers (10 blocks of
-// 128 threads), go to 40 from 32 at K = 32 and from 13 at K = 100 (from 11
-// at K = 128). Predicted: K = 100 at or above kLanes's K = 32 (56.8%),
-// K = 32 a little above it; D = 32 unchanged per draw, but a row's draws
-// now run on G lanes.
+// chunk scan 4 / chunk on one lane of G (G = 8: about 1 thread
+// instruction / 4 weights x 8 lanes = 8 a weight at K = 256, the most), the
+// logits and draws as kLanes; that is about kLanes's 19 (27 at K = 256),
+// while the warps an SM hold, counting shared memory (6.2 KB a warp at
+// most in float: 32 x 33 values and 5 x 32 chunk ends at K = 32; 8 x 129
+// and 17 x 8 at K = 128; 4 x 257 and 65 x 4 at K = 256) and 48 registers
+// (10 blocks of 128 threads), go to 40 from 32 at K = 32 and from 13 at
+// K = 100 (from 11 at K = 128), 36 at K = 256 (9 blocks by shared memory).
+// Predicted: K = 100 at or above kLanes's K = 32 (56.8%), K = 32 a little
+// above it, K = 256 above warp tiles' 29.8%; D = 32 unchanged per draw,
+// but a row's draws now run on G lanes.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -86,10 +94,14 @@ constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
 // registers a thread (48 after allocation granularity).
 constexpr int kMinBlocks = 10;
 // Weights per chunk: one running total is stored per chunk, and a draw
-// walks at most this many weights.
-constexpr int kChunk = 8;
-// Chunks per block of 32 columns.
-constexpr int kChunksPerBlock = kWarpSize / kChunk;
+// walks at most this many weights; 4 for groups of 8 lanes (4 columns a
+// member), 8 otherwise.
+__host__ __device__ constexpr int ChunkSizeFor(int group_lanes) {
+  return group_lanes == 8 ? 4 : 8;
+}
+__host__ __device__ constexpr int ChunkSize(int64_t categories) {
+  return ChunkSizeFor(LaneGroupLanes(categories));
+}
 
 // Rows of one round (a warp's shared memory holds these).
 __host__ __device__ constexpr int RoundRows(int64_t categories) {
@@ -100,9 +112,10 @@ __host__ __device__ constexpr int RoundRows(int64_t categories) {
 __host__ __device__ constexpr int64_t RowStride(int64_t categories) {
   return categories | 1;
 }
-// Chunks of a row: ceil(R / 8) for the remnant, 4 a block (K = R + 32 nb).
+// Chunks of a row: ceil(R / c) for the remnant, 32 / c a block
+// (K = R + 32 nb, c the chunk size).
 __host__ __device__ constexpr int64_t Chunks(int64_t categories) {
-  return (categories + kChunk - 1) / kChunk;
+  return (categories + ChunkSize(categories) - 1) / ChunkSize(categories);
 }
 // Odd stride of a row's chunk ends, in uint64.
 __host__ __device__ constexpr int64_t ChunkStride(int64_t categories) {
@@ -172,12 +185,14 @@ __device__ __forceinline__ double GroupScaleSum(const T* row, int k, int member,
 }
 
 // First value of chunk c of a row with `remnant` values before its blocks
-// (remnant_chunks = ceil(remnant / 8)), and one past its last.
+// (remnant_chunks = ceil(remnant / kChunk)), and one past its last.
+template <int kChunk>
 __device__ __forceinline__ int ChunkBegin(int c, int remnant,
                                           int remnant_chunks) {
   return c < remnant_chunks ? kChunk * c
                             : remnant + kChunk * (c - remnant_chunks);
 }
+template <int kChunk>
 __device__ __forceinline__ int ChunkEnd(int c, int remnant,
                                         int remnant_chunks) {
   return c < remnant_chunks ? min(kChunk * (c + 1), remnant)
@@ -192,6 +207,8 @@ __device__ __forceinline__ U GroupChunkEnds(const T* row, U* ends, int k,
                                             int member, unsigned mask,
                                             cat::ScaleFactors<T> factors) {
   constexpr int kCols = kWarpSize / G;
+  constexpr int kChunk = ChunkSizeFor(G);
+  constexpr int kChunksPerBlock = kWarpSize / kChunk;
   constexpr int kMemberChunks = kCols / kChunk;  // per block
   const int remnant = static_cast<int>(cat::RemnantSize(k));
   const int blocks = static_cast<int>(cat::NumBlocks(k));
@@ -202,7 +219,7 @@ __device__ __forceinline__ U GroupChunkEnds(const T* row, U* ends, int k,
   U t = 0;
   for (int c = member; c < remnant_chunks; c += G) {
     if constexpr (G > 1) t = 0;
-    const int end = ChunkEnd(c, remnant, remnant_chunks);
+    const int end = ChunkEnd<kChunk>(c, remnant, remnant_chunks);
     for (int j = kChunk * c; j < end; ++j) {
       t = t + cat::QuantizeByMultiply(row[j], factors);
     }
@@ -238,7 +255,7 @@ __device__ __forceinline__ U GroupChunkEnds(const T* row, U* ends, int k,
 
 // The category of X < Q: the first chunk whose end exceeds X (binary
 // search; ends[chunks - 1] = Q > X), then a walk from the chunk's start.
-template <typename T>
+template <int kChunk, typename T>
 __device__ __forceinline__ int32_t FindCategory(const T* row, const U* ends,
                                                 int remnant, int chunks, U x,
                                                 cat::ScaleFactors<T> factors) {
@@ -250,8 +267,8 @@ __device__ __forceinline__ int32_t FindCategory(const T* row, const U* ends,
     n -= half;
   }
   U prefix = c > 0 ? ends[c - 1] : 0;
-  const int last = ChunkEnd(c, remnant, remnant_chunks) - 1;
-  int j = ChunkBegin(c, remnant, remnant_chunks);
+  const int last = ChunkEnd<kChunk>(c, remnant, remnant_chunks) - 1;
+  int j = ChunkBegin<kChunk>(c, remnant, remnant_chunks);
   for (; j < last; ++j) {
     prefix = prefix + cat::QuantizeByMultiply(row[j], factors);
     if (x < prefix) break;
@@ -267,7 +284,7 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
                                         int64_t task, int lane,
                                         WarpArea<T> area) {
   constexpr int kRows = kWarpSize / G;
-  const int k = static_cast<int>(seg.categories);  // <= 128
+  const int k = static_cast<int>(seg.categories);  // <= 256
   const int32_t draws = seg.draws;
   const int remnant = static_cast<int>(cat::RemnantSize(k));
   const int chunks = static_cast<int>(Chunks(k));
@@ -319,7 +336,8 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
         const int32_t d_end = min(draws, cat::kDrawsPerBlock * (block + 1));
         for (int32_t d = cat::kDrawsPerBlock * block; d < d_end; ++d) {
           const U x = cat::NextDrawX(seg.seed, item, d, total, philox);
-          my_out[d] = FindCategory(row, ends, remnant, chunks, x, factors);
+          my_out[d] = FindCategory<ChunkSizeFor(G)>(row, ends, remnant, chunks,
+                                                    x, factors);
         }
       }
     }
@@ -392,7 +410,9 @@ absl::Status LaunchCategoricalLaneGroups(const CategoricalPlan& plan,
       (LaunchGroup<T, 1>)(params, 0, ends[0], warp_bytes, stream));
   SAMPLER_RETURN_IF_ERROR(
       (LaunchGroup<T, 2>)(params, ends[0], ends[1], warp_bytes, stream));
-  return LaunchGroup<T, 4>(params, ends[1], ends[2], warp_bytes, stream);
+  SAMPLER_RETURN_IF_ERROR(
+      (LaunchGroup<T, 4>)(params, ends[1], ends[2], warp_bytes, stream));
+  return LaunchGroup<T, 8>(params, ends[2], ends[3], warp_bytes, stream);
 }
 
 template absl::Status LaunchCategoricalLaneGroups<float>(

@@ -1,6 +1,6 @@
 // The lane-group categorical kernel (CategoricalKernel::kLaneGroups, in
 // categorical_lane_groups.cu): each row of small K served by a group of 1,
-// 2 or 4 lanes, four warps a block. Private to the categorical CUDA
+// 2, 4 or 8 lanes, four warps a block. Private to the categorical CUDA
 // library; categorical.cu plans and launches it.
 #ifndef SAMPLER_KERNELS_CATEGORICAL_LANE_GROUPS_H_
 #define SAMPLER_KERNELS_CATEGORICAL_LANE_GROUPS_H_
@@ -15,18 +15,22 @@
 
 namespace sampler::kernels::cuda {
 
-// The largest K the kernel takes (as kLanes).
-inline constexpr int64_t kLaneGroupsMaxCategories = 128;
+// The largest K the kernel takes.
+inline constexpr int64_t kLaneGroupsMaxCategories = 256;
 
-// Lanes a row (1, 2 or 4 for K up to 32, 64, 128): every member owns at
-// least one chunk of 8 weights of every block of 32.
+// Lanes a row (1, 2, 4 or 8 for K up to 32, 64, 128, 256): every member
+// owns at least one chunk (8 weights, 4 for groups of 8) of every block of
+// 32.
 inline constexpr int LaneGroupLanes(int64_t categories) {
-  return categories <= 32 ? 1 : categories <= 64 ? 2 : 4;
+  return categories <= 32    ? 1
+         : categories <= 64  ? 2
+         : categories <= 128 ? 4
+                             : 8;
 }
 
 // Dynamic shared memory of one warp for rows of K values of `value_bytes`
 // bytes: one round's rows (32 / group lanes) at an odd row stride, then
-// one uint64 running total per chunk of 8 weights and row. A block holds
+// an odd number of uint64 running totals per row, one per chunk. A block holds
 // kLaneGroupsWarpsPerBlock of these.
 size_t LaneGroupsWarpSmemBytes(int64_t categories, size_t value_bytes);
 

@@ -249,11 +249,11 @@ TEST(CategoricalCudaHostTest, LanesPlansWarpsSharedMemoryAndItsLargestK) {
 }
 
 // The lane-group kernel takes the lanes kernel's warps, orders the segments
-// by lanes a row (1, 2, 4 for K up to 32, 64, 128: one launch each, ends in
-// lane_group_ends), sizes a warp's shared memory for the largest need (one
-// round's 32 / G rows at an odd stride, 16-byte aligned, then an odd
-// number of uint64 chunk ends per row), uses no workspace and takes K up
-// to 128.
+// by lanes a row (1, 2, 4, 8 for K up to 32, 64, 128, 256: one launch
+// each, ends in lane_group_ends), sizes a warp's shared memory for the
+// largest need (one round's 32 / G rows at an odd stride, 16-byte aligned,
+// then an odd number of uint64 chunk ends per row: chunks of 8 weights, 4
+// for 8 lanes), uses no workspace and takes K up to 256.
 TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   std::vector<CategoricalSegment> segments(3);
   segments[0] = {0, 0, 1, 5, 40, 100, 2};     // 4 lanes a row, 2 warps
@@ -273,6 +273,7 @@ TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   EXPECT_EQ(plan->lane_group_ends[0], 1);
   EXPECT_EQ(plan->lane_group_ends[1], 3);
   EXPECT_EQ(plan->lane_group_ends[2], 5);
+  EXPECT_EQ(plan->lane_group_ends[3], 5);
   EXPECT_EQ(plan->workspace_bytes, 0u);
   // K = 64 needs the most: 16 x 65 floats = 4,160 bytes, then 16 x 9
   // uint64 = 1,152 (K = 100: 8 x 101 x 4 + 8 x 13 x 8 = 4,064; K = 7:
@@ -280,7 +281,8 @@ TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   EXPECT_EQ(plan->smem_warp_elems[0], 5312 / 8);
   EXPECT_STREQ(CategoricalKernelName(plan->kernel), "lane-groups");
 
-  // Only rows of 4 lanes: the launches of 1 and 2 lanes are empty.
+  // Only rows of 4 lanes: the launches of 1 and 2 lanes are empty, and
+  // that of 8 too.
   std::vector<CategoricalSegment> wide(1);
   wide[0].rows = 1;
   wide[0].categories = 128;
@@ -290,12 +292,23 @@ TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   EXPECT_EQ(plan->lane_group_ends[0], 0);
   EXPECT_EQ(plan->lane_group_ends[1], 0);
   EXPECT_EQ(plan->lane_group_ends[2], 1);
+  EXPECT_EQ(plan->lane_group_ends[3], 1);
   // 8 x 129 doubles = 8,256 bytes, then 8 x 17 uint64 = 1,088.
   EXPECT_EQ(plan->smem_warp_elems[0], 9344 / 8);
 
-  wide[0].categories = 129;
+  // K = 256: 8 lanes a row, 4 rows a round, chunks of 4 weights: 4 x 257
+  // floats = 4,112 bytes (16 x 257), then 4 x 65 uint64 = 2,080.
+  wide[0].categories = 256;
+  plan = PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
+                                    256, 1, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->lane_group_ends[2], 0);
+  EXPECT_EQ(plan->lane_group_ends[3], 1);
+  EXPECT_EQ(plan->smem_warp_elems[0], 6192 / 8);
+
+  wide[0].categories = 257;
   EXPECT_EQ(
-      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32, 129,
+      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32, 257,
                                  1, CategoricalKernel::kLaneGroups)
           .status()
           .code(),

@@ -567,13 +567,15 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMixedBatch) {
                              50000, 8, "row split mixed batch");
 }
 
-// The kernels for K up to 128: the lane-per-row kernel and the lane-group
-// kernel (1, 2 or 4 lanes a row, one launch per group size).
+// The kernels for small K: the lane-per-row kernel (K up to 128) and the
+// lane-group kernel (up to 256: 1, 2, 4 or 8 lanes a row, one launch per
+// group size).
 constexpr CategoricalKernel kSmallKKernels[] = {CategoricalKernel::kLanes,
                                                 CategoricalKernel::kLaneGroups};
 
-// Every K from 1 to 128 in one batch (the remnant alone, blocks and a
-// remnant, every chunk length, every group size), D = 1, 4, 17 and 32,
+// Every K from 1 to the kernel's largest in one batch (the remnant alone,
+// blocks and a remnant, every chunk length, every group size), D = 1, 4,
+// 17 and 32,
 // weights and logits, every FillRow pattern (subnormal totals, zeros of
 // both signs, 30 decades), rows not a multiple of 32 from a first row
 // usually mid-warp.
@@ -587,7 +589,9 @@ TYPED_TEST(CategoricalGpuTest, LanesMatchesCpuForEveryK) {
     for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
       for (const int32_t draws : {1, 4, 17, 32}) {
         Batch<T> batch;
-        for (int64_t k = 1; k <= 128; ++k) {
+        const int64_t largest_k =
+            kernel == CategoricalKernel::kLanes ? 128 : 256;
+        for (int64_t k = 1; k <= largest_k; ++k) {
           const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
           batch.Add(rng, 1 + rng.Below(80), k, draws, kind, rng.Bits(),
                     first_row, kernel);
@@ -610,7 +614,9 @@ TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
   InputRng rng(seed);
   for (CategoricalKernel kernel : kSmallKKernels) {
     Batch<T> batch;
-    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}}) {
+    for (int64_t k :
+         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}, int64_t{256}}) {
+      if (k > 128 && kernel == CategoricalKernel::kLanes) continue;
       batch.Add(rng, 5000, k, 1, WeightKind::kWeights, rng.Bits(), 0, kernel);
       batch.Add(rng, 300, k, 257, WeightKind::kWeights, rng.Bits(), 5, kernel);
       const std::vector<T> values =

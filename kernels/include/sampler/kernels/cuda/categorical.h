@@ -78,13 +78,13 @@ enum class CategoricalKernel {
   // tile ends and a warp scan within the tile per draw. Bits of
   // SampleCategoricalCpu.
   kWarpTiles,
-  // A candidate for K up to 128 (categorical_lane_groups.cu; its largest):
+  // A candidate for K up to 256 (categorical_lane_groups.cu; its largest):
   // kLanes's tasks of 32 lane-aligned rows, four warps a block, each row
-  // served by a group of 1, 2 or 4 lanes (K up to 32, 64, 128) so that a
-  // warp holds fewer rows in shared memory at once (S_d in the contract's
-  // order by per-member column subtrees merged by shuffles, chunk totals of
-  // 8 weights in shared memory, a binary search and a walk per draw). Bits
-  // of SampleCategoricalCpu.
+  // served by a group of 1, 2, 4 or 8 lanes (K up to 32, 64, 128, 256) so
+  // that a warp holds fewer rows in shared memory at once (S_d in the
+  // contract's order by per-member column subtrees merged by shuffles,
+  // chunk totals of 8 or 4 weights in shared memory, a binary search and a
+  // walk per draw). Bits of SampleCategoricalCpu.
   kLaneGroups,
 };
 
@@ -163,10 +163,10 @@ struct CategoricalPlan {
   // K over the blocks, rounded up to a multiple of 32).
   int32_t row_split_ctas = 0;
   int64_t row_split_chunk = 0;
-  // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4), and
-  // lane_group_ends[i] is one past the last task of those with 2^i lanes a
-  // row (one launch each).
-  int64_t lane_group_ends[3] = {0, 0, 0};
+  // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
+  // and lane_group_ends[i] is one past the last task of those with 2^i
+  // lanes a row (one launch each).
+  int64_t lane_group_ends[4] = {0, 0, 0, 0};
   // kButterfly only, for benchmarks: run instances compiled with a register
   // cap (more resident warps, some spilling) instead of the default ones.
   bool register_cap = false;
@@ -176,8 +176,8 @@ struct CategoricalPlan {
 // 1 <= draws <= kMaxCategoricalDraws, kind, no item index past 2^64 - 1,
 // its values inside [0, values_size) and its outputs inside [0, out_size)),
 // for kButterfly reorders the array stably so that segments with K < 64 come
-// first, for kLaneGroups by lanes a row (K up to 32, 64, 128; the order of
-// segments changes no bit of the output), sets
+// first, for kLaneGroups by lanes a row (K up to 32, 64, 128, 256; the
+// order of segments changes no bit of the output), sets
 // task_begin and workspace_offset in place and returns the plan.
 // InvalidArgument naming the segment index and field otherwise, with the
 // array unchanged. Outputs of different segments must not overlap; that is
