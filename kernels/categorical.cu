@@ -1006,9 +1006,6 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   bool any_logits = false;
   int64_t block_cap_used = 0;
   int64_t max_categories = 0;  // kRowSplit, kLanes
-  // kLaneGroups: a warp's shared memory is not monotonic in K (its rows
-  // a round halve where its lanes a row double).
-  size_t max_warp_bytes = 0;
   for (CategoricalSegment& s : segments) {
     const int64_t blocks = cat::NumBlocks(s.categories);
     if (kernel == CategoricalKernel::kButterfly && split < 0 &&
@@ -1056,10 +1053,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
             plan.lane_group_ends[i] = tasks;
           }
         }
-        max_warp_bytes = std::max(
-            max_warp_bytes,
-            LaneGroupsWarpSmemBytes(s.categories,
-                                    precision == Precision::kFloat64 ? 8 : 4));
+        plan.lane_groups_staged = plan.lane_groups_staged || s.draws > 1;
         break;
     }
     if (need > 0) {
@@ -1116,8 +1110,17 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
         static_cast<int32_t>((bytes + sizeof(U) - 1) / sizeof(U));
   } else if (kernel == CategoricalKernel::kLaneGroups) {
+    // A warp's shared memory is not monotonic in K (its rows a round halve
+    // where its lanes a row double): the most over the batch's K.
+    size_t bytes = 0;
+    for (const CategoricalSegment& s : segments) {
+      bytes = std::max(
+          bytes, LaneGroupsWarpSmemBytes(
+                     s.categories, precision == Precision::kFloat64 ? 8 : 4,
+                     plan.lane_groups_staged));
+    }
     plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
-        static_cast<int32_t>((max_warp_bytes + sizeof(U) - 1) / sizeof(U));
+        static_cast<int32_t>((bytes + sizeof(U) - 1) / sizeof(U));
   } else if (kernel == CategoricalKernel::kWarpTiles) {
     // One running total per tile and row (warp).
     block_cap_used = (max_categories + kWarpTilesValuesPerTile - 1) /

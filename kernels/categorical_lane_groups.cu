@@ -45,7 +45,12 @@
 //      2p and 2p + 1 of block p); X = floor(r Q / 2^64); a binary search
 //      over the chunk ends finds the first end > X; a walk of at most a
 //      chunk from its start recomputes their q and stops at the
-//      first j with X < C_j + q_j (zero weights never stop it).
+//      first j with X < C_j + q_j (zero weights never stop it); the
+//      draws go to shared memory, a batch of 4 to 16 a row at a time, and
+//      the warp writes each batch out as contiguous runs (session 7's
+//      lanes kernel, one lane writing its row's draws one by one, ran
+//      D = 32 at 11-18% of copy against 49-53% at D = 4: every store
+//      touched 32 sectors for 128 useful bytes).
 //
 // Cost per weight, float32, one draw (the budget at 70% of an H100's copy
 // bandwidth is about 44 thread instructions and 5.6 conversions a weight,
@@ -91,8 +96,10 @@ using U = uint64_t;
 constexpr int kWarpsPerBlock = 4;
 constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
 // Blocks an SM for the register budget: 65,536 / (10 x 128) leaves 51
-// registers a thread (48 after allocation granularity).
-constexpr int kMinBlocks = 10;
+// registers a thread (48 after allocation granularity); the staged
+// instances, which keep more live across the draw batches, get 64 (8
+// blocks): at 48 they spill 88 to 192 bytes.
+constexpr int MinBlocks(bool staged) { return staged ? 8 : 10; }
 // Weights per chunk: one running total is stored per chunk, and a draw
 // walks at most this many weights; 4 for groups of 8 lanes (4 columns a
 // member), 8 otherwise.
@@ -121,6 +128,15 @@ __host__ __device__ constexpr int64_t Chunks(int64_t categories) {
 __host__ __device__ constexpr int64_t ChunkStride(int64_t categories) {
   return Chunks(categories) | 1;
 }
+// Draws of a row staged in shared memory before the warp writes them out
+// together, at an odd stride in int32: 8 (16 at G = 8, so that every
+// member has a Philox block; 4 at G = 1, which holds 32 rows a round).
+__host__ __device__ constexpr int DrawBatchFor(int group_lanes) {
+  return group_lanes == 1 ? 4 : group_lanes == 8 ? 16 : 8;
+}
+__host__ __device__ constexpr int StageStride(int64_t categories) {
+  return DrawBatchFor(LaneGroupLanes(categories)) + 1;
+}
 // Bytes of the round's rows, rounded up to 16 so that the chunk ends that
 // follow are aligned.
 __host__ __device__ constexpr size_t RowsBytes(int64_t categories,
@@ -136,6 +152,7 @@ template <typename T>
 struct WarpArea {
   T* rows;
   U* chunk_ends;
+  int32_t* staged;  // a round's rows x StageStride draws
 };
 
 // The lanes of this lane's group, for the group's shuffles.
@@ -278,7 +295,7 @@ __device__ __forceinline__ int32_t FindCategory(const T* row, const U* ends,
 
 // One warp's task of 32 lane-aligned rows (as kLanes), in G rounds of
 // 32 / G rows, G lanes a row.
-template <typename T, int G>
+template <typename T, int G, bool kStaged>
 __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
                                         const CategoricalSegment& seg,
                                         int64_t task, int lane,
@@ -290,6 +307,8 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
   const int chunks = static_cast<int>(Chunks(k));
   const int stride = static_cast<int>(RowStride(k));
   const int chunk_stride = static_cast<int>(ChunkStride(k));
+  constexpr int kDrawBatch = DrawBatchFor(G);
+  constexpr int kStageStride = kDrawBatch + 1;
   const int member = lane % G;
   const int slot = lane / G;
   const unsigned mask = GroupMask<G>(lane);
@@ -313,42 +332,80 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
     WaitAsyncCopies();
     __syncwarp();
     const int t = first + slot;
-    if (t >= rb && t < re) {  // whole groups
-      T* row = area.rows + slot * stride;
-      U* ends = area.chunk_ends + slot * chunk_stride;
+    const bool active = t >= rb && t < re;  // whole groups
+    T* row = area.rows + slot * stride;
+    U* ends = area.chunk_ends + slot * chunk_stride;
+    U total = 0;
+    cat::ScaleFactors<T> factors{};
+    if (active) {
       if (seg.kind == WeightKind::kLogits) {
         LogitsToWeights<T, G>(row, k, member, mask);
       }
       const int scale =
           cat::RowScale(GroupScaleSum<T, G>(row, k, member, lane, mask));
-      const cat::ScaleFactors<T> factors = cat::ScaleFactorsFor<T>(scale);
-      const U total = GroupChunkEnds<T, G>(row, ends, k, member, mask, factors);
+      factors = cat::ScaleFactorsFor<T>(scale);
+      total = GroupChunkEnds<T, G>(row, ends, k, member, mask, factors);
+    }
 
-      const int64_t my_row = row0 + t;
-      const uint64_t item = seg.first_row + static_cast<uint64_t>(my_row);
-      int32_t* my_out = p.out + seg.out_offset + my_row * draws;
-      PhiloxBlock philox{};
-      // Member m takes Philox blocks m, m + G, ...: draws 2p and 2p + 1 of
-      // block p.
+    const uint64_t item = seg.first_row + static_cast<uint64_t>(row0 + t);
+    PhiloxBlock philox{};
+    if constexpr (!kStaged) {
+      // Each lane writes its row's draws itself (batches of one draw a
+      // row: coalesced across the warp's rows when D = 1).
+      if (active) {
+        int32_t* my_out = p.out + seg.out_offset + (row0 + t) * draws;
+        // Member m takes Philox blocks m, m + G, ...: draws 2b and 2b + 1
+        // of block b.
 #pragma unroll 1
-      for (int32_t block = member; cat::kDrawsPerBlock * block < draws;
-           block += G) {
-        const int32_t d_end = min(draws, cat::kDrawsPerBlock * (block + 1));
-        for (int32_t d = cat::kDrawsPerBlock * block; d < d_end; ++d) {
-          const U x = cat::NextDrawX(seg.seed, item, d, total, philox);
-          my_out[d] = FindCategory<ChunkSizeFor(G)>(row, ends, remnant, chunks,
-                                                    x, factors);
+        for (int32_t b = member; cat::kDrawsPerBlock * b < draws; b += G) {
+          const int32_t d_end = min(draws, cat::kDrawsPerBlock * (b + 1));
+          for (int32_t d = cat::kDrawsPerBlock * b; d < d_end; ++d) {
+            const U x = cat::NextDrawX(seg.seed, item, d, total, philox);
+            my_out[d] = FindCategory<ChunkSizeFor(G)>(row, ends, remnant,
+                                                      chunks, x, factors);
+          }
         }
+      }
+    } else {
+      // Draws, kDrawBatch a row at a time: staged in shared memory, then
+      // written by the whole warp as (re - rb) runs of contiguous int32 (one
+      // lane writing its row's draws one by one touches a different
+      // 32-byte sector per lane and store).
+      int32_t* staged = area.staged + slot * kStageStride;
+      int32_t* round_out = p.out + seg.out_offset + (row0 + rb) * draws;
+#pragma unroll 1
+      for (int32_t d0 = 0; d0 < draws; d0 += kDrawBatch) {
+        const int n = min(draws - d0, kDrawBatch);
+        if (active) {
+          // Member m takes the batch's Philox blocks m, m + G, ...: draws
+          // d0 + 2b and d0 + 2b + 1 of block b (d0 is even).
+          for (int b = member; cat::kDrawsPerBlock * b < n; b += G) {
+            const int i_end = min(n, cat::kDrawsPerBlock * (b + 1));
+            for (int i = cat::kDrawsPerBlock * b; i < i_end; ++i) {
+              const U x = cat::NextDrawX(seg.seed, item, d0 + i, total, philox);
+              staged[i] = FindCategory<ChunkSizeFor(G)>(row, ends, remnant,
+                                                        chunks, x, factors);
+            }
+          }
+        }
+        __syncwarp();
+        const int32_t* from = area.staged + (rb - first) * kStageStride;
+        ForEachInSpan(re - rb, n, lane, [&](int, int r, int i) {
+          round_out[static_cast<int64_t>(r) * draws + d0 + i] =
+              from[r * kStageStride + i];
+        });
+        __syncwarp();  // the next batch overwrites the staged draws
       }
     }
     __syncwarp();  // the next round overwrites the rows
   }
 }
 
-// One launch per group size (a kernel holding the three spills: their
-// register needs differ).
-template <typename T, int G>
-__global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
+// One launch per group size (a kernel holding them all spills: their
+// register needs differ), staged or not (the staging's registers would
+// cost one draw a row as well).
+template <typename T, int G, bool kStaged>
+__global__ void __launch_bounds__(kBlockThreads, MinBlocks(kStaged))
     LaneGroupsKernel(const SegmentedParams<T> p, int64_t task_begin,
                      int64_t task_end, int32_t warp_bytes) {
   extern __shared__ __align__(16) unsigned char smem_bytes[];
@@ -359,35 +416,45 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
   if (task >= task_end) return;  // no block-wide synchronization below
   const CategoricalSegment& seg = FindSegment(p.segments, p.num_segments, task);
   unsigned char* mine = smem_bytes + static_cast<size_t>(warp) * warp_bytes;
+  unsigned char* chunk_ends = mine + RowsBytes(seg.categories, sizeof(T));
   const WarpArea<T> area{
-      reinterpret_cast<T*>(mine),
-      reinterpret_cast<U*>(mine + RowsBytes(seg.categories, sizeof(T)))};
-  RunTask<T, G>(p, seg, task, lane, area);
+      reinterpret_cast<T*>(mine), reinterpret_cast<U*>(chunk_ends),
+      reinterpret_cast<int32_t*>(
+          chunk_ends + static_cast<size_t>(RoundRows(seg.categories) *
+                                           ChunkStride(seg.categories)) *
+                           sizeof(U))};
+  RunTask<T, G, kStaged>(p, seg, task, lane, area);
 }
 
 template <typename T, int G>
 absl::Status LaunchGroup(const SegmentedParams<T>& params, int64_t task_begin,
-                         int64_t task_end, size_t warp_bytes,
+                         int64_t task_end, size_t warp_bytes, bool staged,
                          cudaStream_t stream) {
   if (task_end <= task_begin) return absl::OkStatus();
   const size_t smem = kWarpsPerBlock * warp_bytes;
-  SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(
-      reinterpret_cast<const void*>(LaneGroupsKernel<T, G>), smem));
+  const auto kernel =
+      staged ? LaneGroupsKernel<T, G, true> : LaneGroupsKernel<T, G, false>;
+  SAMPLER_RETURN_IF_ERROR(
+      AllowDynamicSharedMemory(reinterpret_cast<const void*>(kernel), smem));
   const int64_t blocks =
       (task_end - task_begin + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  LaneGroupsKernel<T, G>
-      <<<static_cast<unsigned>(blocks), kBlockThreads, smem, stream>>>(
-          params, task_begin, task_end, static_cast<int32_t>(warp_bytes));
+  kernel<<<static_cast<unsigned>(blocks), kBlockThreads, smem, stream>>>(
+      params, task_begin, task_end, static_cast<int32_t>(warp_bytes));
   SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
   return absl::OkStatus();
 }
 
 }  // namespace
 
-size_t LaneGroupsWarpSmemBytes(int64_t categories, size_t value_bytes) {
+size_t LaneGroupsWarpSmemBytes(int64_t categories, size_t value_bytes,
+                               bool staged) {
   return RowsBytes(categories, value_bytes) +
          static_cast<size_t>(RoundRows(categories) * ChunkStride(categories)) *
-             sizeof(U);
+             sizeof(U) +
+         (staged ? static_cast<size_t>(RoundRows(categories) *
+                                       StageStride(categories)) *
+                       sizeof(int32_t)
+                 : 0);
 }
 
 template <typename T>
@@ -406,13 +473,15 @@ absl::Status LaunchCategoricalLaneGroups(const CategoricalPlan& plan,
   const size_t warp_bytes =
       static_cast<size_t>(plan.smem_warp_elems[0]) * sizeof(U);
   const int64_t* ends = plan.lane_group_ends;
+  const bool staged = plan.lane_groups_staged;
   SAMPLER_RETURN_IF_ERROR(
-      (LaunchGroup<T, 1>)(params, 0, ends[0], warp_bytes, stream));
-  SAMPLER_RETURN_IF_ERROR(
-      (LaunchGroup<T, 2>)(params, ends[0], ends[1], warp_bytes, stream));
-  SAMPLER_RETURN_IF_ERROR(
-      (LaunchGroup<T, 4>)(params, ends[1], ends[2], warp_bytes, stream));
-  return LaunchGroup<T, 8>(params, ends[2], ends[3], warp_bytes, stream);
+      (LaunchGroup<T, 1>)(params, 0, ends[0], warp_bytes, staged, stream));
+  SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 2>)(params, ends[0], ends[1],
+                                              warp_bytes, staged, stream));
+  SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 4>)(params, ends[1], ends[2],
+                                              warp_bytes, staged, stream));
+  return LaunchGroup<T, 8>(params, ends[2], ends[3], warp_bytes, staged,
+                           stream);
 }
 
 template absl::Status LaunchCategoricalLaneGroups<float>(

@@ -30,9 +30,11 @@ inline constexpr int LaneGroupLanes(int64_t categories) {
 
 // Dynamic shared memory of one warp for rows of K values of `value_bytes`
 // bytes: one round's rows (32 / group lanes) at an odd row stride, then
-// an odd number of uint64 running totals per row, one per chunk. A block holds
-// kLaneGroupsWarpsPerBlock of these.
-size_t LaneGroupsWarpSmemBytes(int64_t categories, size_t value_bytes);
+// an odd number of uint64 running totals per row, one per chunk, then
+// (`staged`: some row has several draws) an odd number of int32 draws per
+// row. A block holds 4 of these.
+size_t LaneGroupsWarpSmemBytes(int64_t categories, size_t value_bytes,
+                               bool staged);
 
 // Queues the kernel for plan.tasks warps (32 lane-aligned rows each,
 // numbered by task_begin as for kLanes, the segments ordered by

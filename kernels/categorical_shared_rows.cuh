@@ -24,6 +24,29 @@ __device__ __forceinline__ void WaitAsyncCopies() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
 }
 
+// Calls f(e, row, col) for every element e = lane + 32 i of `rows` rows
+// of `cols` values laid end to end (row = e / cols, col = e % cols, kept
+// by steps rather than divisions): a warp's coalesced walk over a span.
+template <typename F>
+__device__ __forceinline__ void ForEachInSpan(int rows, int cols, int lane,
+                                              F&& f) {
+  const int n = rows * cols;
+  int row = lane / cols;
+  int col = lane % cols;
+  const int row_step = kWarpSize / cols;
+  const int col_step = kWarpSize % cols;
+#pragma unroll 4
+  for (int e = lane; e < n; e += kWarpSize) {
+    f(e, row, col);
+    row += row_step;
+    col += col_step;
+    if (col >= cols) {
+      col -= cols;
+      ++row;
+    }
+  }
+}
+
 // Queues the copy of `rows` contiguous rows of `k` values from `src` into
 // shared memory, row r at rows_smem + (first_slot + r) * stride: every
 // lane copies elements e = lane + 32 i of the span (coalesced, 128 bytes
@@ -33,21 +56,10 @@ template <typename T>
 __device__ __forceinline__ void QueueRowsCopy(T* rows_smem, int stride,
                                               const T* src, int rows, int k,
                                               int first_slot, int lane) {
-  const int n = rows * k;
-  int row = first_slot + lane / k;
-  int col = lane % k;
-  const int row_step = kWarpSize / k;
-  const int col_step = kWarpSize % k;
-#pragma unroll 4
-  for (int e = lane; e < n; e += kWarpSize) {
-    CopyAsync(rows_smem + row * stride + col, src + e);
-    row += row_step;
-    col += col_step;
-    if (col >= k) {
-      col -= k;
-      ++row;
-    }
-  }
+  T* first = rows_smem + first_slot * stride;
+  ForEachInSpan(rows, k, lane, [&](int e, int row, int col) {
+    CopyAsync(first + row * stride + col, src + e);
+  });
 }
 
 // The sum of the remnant w_0 .. w_{R-1} of a row in shared memory,

@@ -253,7 +253,8 @@ TEST(CategoricalCudaHostTest, LanesPlansWarpsSharedMemoryAndItsLargestK) {
 // each, ends in lane_group_ends), sizes a warp's shared memory for the
 // largest need (one round's 32 / G rows at an odd stride, 16-byte aligned,
 // then an odd number of uint64 chunk ends per row: chunks of 8 weights, 4
-// for 8 lanes), uses no workspace and takes K up to 256.
+// for 8 lanes; then, where some row has several draws, an odd number of
+// int32 staged draws per row), uses no workspace and takes K up to 256.
 TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   std::vector<CategoricalSegment> segments(3);
   segments[0] = {0, 0, 1, 5, 40, 100, 2};     // 4 lanes a row, 2 warps
@@ -274,11 +275,13 @@ TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   EXPECT_EQ(plan->lane_group_ends[1], 3);
   EXPECT_EQ(plan->lane_group_ends[2], 5);
   EXPECT_EQ(plan->lane_group_ends[3], 5);
+  EXPECT_TRUE(plan->lane_groups_staged);  // D = 2 in one segment
   EXPECT_EQ(plan->workspace_bytes, 0u);
-  // K = 64 needs the most: 16 x 65 floats = 4,160 bytes, then 16 x 9
-  // uint64 = 1,152 (K = 100: 8 x 101 x 4 + 8 x 13 x 8 = 4,064; K = 7:
-  // 32 x 7 x 4 + 32 x 1 x 8 = 1,152).
-  EXPECT_EQ(plan->smem_warp_elems[0], 5312 / 8);
+  // K = 64 needs the most: 16 x 65 floats = 4,160 bytes, 16 x 9 uint64
+  // chunk ends = 1,152, 16 x 9 staged int32 draws = 576 (K = 100:
+  // 8 x 101 x 4 + 8 x 13 x 8 + 8 x 9 x 4 = 4,352; K = 7: 32 x 7 x 4 +
+  // 32 x 1 x 8 + 32 x 5 x 4 = 1,792).
+  EXPECT_EQ(plan->smem_warp_elems[0], 5888 / 8);
   EXPECT_STREQ(CategoricalKernelName(plan->kernel), "lane-groups");
 
   // Only rows of 4 lanes: the launches of 1 and 2 lanes are empty, and
@@ -293,11 +296,13 @@ TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   EXPECT_EQ(plan->lane_group_ends[1], 0);
   EXPECT_EQ(plan->lane_group_ends[2], 1);
   EXPECT_EQ(plan->lane_group_ends[3], 1);
-  // 8 x 129 doubles = 8,256 bytes, then 8 x 17 uint64 = 1,088.
+  // One draw a row: nothing staged. 8 x 129 doubles = 8,256 bytes, then
+  // 8 x 17 uint64 = 1,088.
+  EXPECT_FALSE(plan->lane_groups_staged);
   EXPECT_EQ(plan->smem_warp_elems[0], 9344 / 8);
 
   // K = 256: 8 lanes a row, 4 rows a round, chunks of 4 weights: 4 x 257
-  // floats = 4,112 bytes (16 x 257), then 4 x 65 uint64 = 2,080.
+  // floats = 4,112 bytes (16 x 257), 4 x 65 uint64 = 2,080.
   wide[0].categories = 256;
   plan = PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
                                     256, 1, CategoricalKernel::kLaneGroups);

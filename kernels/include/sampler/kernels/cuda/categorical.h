@@ -167,6 +167,10 @@ struct CategoricalPlan {
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).
   int64_t lane_group_ends[4] = {0, 0, 0, 0};
+  // kLaneGroups: whether some segment has more than one draw a row; then
+  // the launches stage draws in shared memory and write them out together
+  // (instances with more registers), otherwise each lane writes its own.
+  bool lane_groups_staged = false;
   // kButterfly only, for benchmarks: run instances compiled with a register
   // cap (more resident warps, some spilling) instead of the default ones.
   bool register_cap = false;
