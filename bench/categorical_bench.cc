@@ -256,6 +256,7 @@ int Main(int argc, char** argv) {
   bool issue = false;  // --issue: issue 11's table only
   const char* csv_path = nullptr;
   int64_t only_k = 0;       // --k: one K only (for profilers)
+  int32_t only_draws = 0;   // --draws: one D only (for profilers)
   std::string only_kernel;  // --kernel: one kernel label only
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
@@ -266,14 +267,17 @@ int Main(int argc, char** argv) {
       csv_path = argv[++i];
     } else if (std::strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
       only_k = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--draws") == 0 && i + 1 < argc) {
+      only_draws = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) {
       only_kernel = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick] [--issue] [--csv FILE] [--k K] "
-                   "[--kernel butterfly|butterfly-cap|warp-per-row|"
-                   "prefix-sum|row-split|lanes|warp-tiles|lane-groups]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
+          "[--kernel butterfly|butterfly-cap|warp-per-row|"
+          "prefix-sum|row-split|lanes|warp-tiles|lane-groups]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -301,6 +305,7 @@ int Main(int argc, char** argv) {
     const std::string label =
         absl::StrCat(CategoricalKernelName(kernel), cap ? "-cap" : "");
     if ((only_k != 0 && k != only_k) ||
+        (only_draws != 0 && draws != only_draws) ||
         (!only_kernel.empty() && label != only_kernel)) {
       return;
     }
