@@ -3,12 +3,13 @@
 // sweep of K, with the device-to-device copy bandwidth measured in the same
 // run as the ceiling.
 //
-// --issue runs only issue 11's table instead: K = 32, 64, 100, 4096, 8192,
-// 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32 weights,
-// 512 MiB of rows, for the small-K kernel at that K (butterfly below 64,
-// warp per row from 64 on), the row-split kernel (the K where row-split
+// --issue runs only issue 11's table instead: K = 32, 64, 100, 128, 256,
+// 4096, 8192, 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32
+// weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
+// 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128 and the warp-tiles kernel from 64;
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 256 and
+// the warp-tiles kernel from 64;
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
 // 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
 // Each line gives the fraction of the copy bandwidth.
@@ -317,9 +318,9 @@ int Main(int argc, char** argv) {
   };
   // Issue 11's table: the kernels that served K below 2^15 before the lanes
   // kernel (butterfly or warp per row) against the row-split kernel, which
-  // the service runs from 2^15 on, the lanes kernel, which it runs up to
-  // K = 128, and the warp-tiles kernel (server/cuda_exec_categorical.cc);
-  // then the candidates: the lane-group kernel up to K = 256.
+  // the service runs past 2^15, the lanes kernel (up to K = 128 before the
+  // lane-group kernel), the lane-group kernel, which it runs up to K = 256,
+  // and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
     for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128},
                       int64_t{256}, int64_t{4096}, int64_t{8192},

@@ -64,13 +64,14 @@ enum class CategoricalKernel {
   // once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
   // (float) or 198,400 (double): RowSplitMaxCategories.
   kRowSplit,
-  // The service's kernel up to K = 128 (categorical_lanes.cu; its largest):
+  // The service's kernel up to K = 128 until kLaneGroups (a comparison
+  // point now; categorical_lanes.cu, 128 its largest K):
   // 32 lane-aligned rows per warp as kButterfly, loaded into shared memory
   // by coalesced asynchronous copies, then one row per lane with no
   // shuffles (S_d in the contract's order, quantization by multiplication,
   // a walk over chunk totals). Bits of SampleCategoricalCpu.
   kLanes,
-  // The service's kernel from K = 129 to 2^15 - 1
+  // The service's kernel from K = 257 (129 until kLaneGroups) to 2^15
   // (categorical_warp_tiles.cu; its largest K is 2^17): one warp per row as
   // kWarpPerRow, S_d in the contract's column order, then the integer
   // weights by tiles of 128 (one 16-byte load a lane, quantization by
@@ -78,7 +79,8 @@ enum class CategoricalKernel {
   // tile ends and a warp scan within the tile per draw. Bits of
   // SampleCategoricalCpu.
   kWarpTiles,
-  // A candidate for K up to 256 (categorical_lane_groups.cu; its largest):
+  // The service's kernel up to K = 256 (categorical_lane_groups.cu; its
+  // largest):
   // kLanes's tasks of 32 lane-aligned rows, four warps a block, each row
   // served by a group of 1, 2, 4 or 8 lanes (K up to 32, 64, 128, 256) so
   // that a warp holds fewer rows in shared memory at once (S_d in the
