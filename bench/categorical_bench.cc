@@ -95,6 +95,12 @@ double Median(std::vector<float> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The label suffix of a benchmark-only variant (Bench::Time's `variant`).
+const char* VariantSuffix(CategoricalKernel kernel, bool variant) {
+  if (!variant) return "";
+  return kernel == CategoricalKernel::kWarpTiles ? "-ef" : "-cap";
+}
+
 class Bench {
  public:
   Bench(size_t input_bytes, int reps) : bytes_(input_bytes), reps_(reps) {}
@@ -151,8 +157,11 @@ class Bench {
   // pool allocation each), rotated so that no launch reads what the
   // previous one left in L2.
   // `only_rows` > 0 times that many rows instead (at most what fits).
+  // `variant`: the kernel's benchmark-only variant, the register-capped
+  // instances of kButterfly ("-cap") or kWarpTiles's evict-first second
+  // pass ("-ef").
   template <typename T>
-  absl::StatusOr<Result> Time(CategoricalKernel kernel, bool register_cap,
+  absl::StatusOr<Result> Time(CategoricalKernel kernel, bool variant,
                               WeightKind kind, int64_t k, int32_t draws,
                               double copy_tb, int64_t only_rows = 0) {
     const int64_t fit = static_cast<int64_t>(bytes_ / sizeof(T)) / k;
@@ -164,7 +173,11 @@ class Bench {
                                      {rows, k, draws}, kind, 0x5eed, 0)
                                 .status());
     SAMPLER_RETURN_IF_ERROR(builder.Finish());
-    builder.mutable_plan().register_cap = register_cap;
+    if (kernel == CategoricalKernel::kWarpTiles) {
+      builder.mutable_plan().warp_tiles_evict_first = variant;
+    } else {
+      builder.mutable_plan().register_cap = variant;
+    }
     std::vector<StagedBatch> staged;
     for (int i = 0; i < kBuffers; ++i) {
       SAMPLER_ASSIGN_OR_RETURN(
@@ -186,8 +199,8 @@ class Bench {
     }
     SAMPLER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stager_->stream.get()));
     Result r;
-    r.kernel =
-        absl::StrCat(CategoricalKernelName(kernel), register_cap ? "-cap" : "");
+    r.kernel = absl::StrCat(CategoricalKernelName(kernel),
+                            VariantSuffix(kernel, variant));
     r.precision = std::is_same_v<T, double> ? "f64" : "f32";
     r.kind = kind == WeightKind::kWeights ? "weights" : "logits";
     r.k = k;
@@ -277,7 +290,7 @@ int Main(int argc, char** argv) {
           stderr,
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
-          "prefix-sum|row-split|lanes|warp-tiles|lane-groups]\n",
+          "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups]\n",
           argv[0]);
       return 2;
     }
@@ -304,7 +317,7 @@ int Main(int argc, char** argv) {
                        int64_t only_rows = 0) {
     using T = decltype(tag);
     const std::string label =
-        absl::StrCat(CategoricalKernelName(kernel), cap ? "-cap" : "");
+        absl::StrCat(CategoricalKernelName(kernel), VariantSuffix(kernel, cap));
     if ((only_k != 0 && k != only_k) ||
         (only_draws != 0 && draws != only_draws) ||
         (!only_kernel.empty() && label != only_kernel)) {
@@ -343,6 +356,10 @@ int Main(int argc, char** argv) {
         if (k > 32 && k <= kWarpTilesLargestK) {
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
               draws);
+        }
+        if (k >= 4096 && k <= kWarpTilesLargestK) {  // lever 2's candidate
+          run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
+              draws, true);
         }
       }
     }

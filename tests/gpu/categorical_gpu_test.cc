@@ -182,7 +182,8 @@ struct Batch {
 // requests added in order, so that their offsets are the batch's) and
 // returns the whole output.
 template <typename T>
-std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel) {
+std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
+                              bool warp_tiles_evict_first = false) {
   CategoricalBatchBuilder<T> builder(kernel);
   for (const Request& r : batch.requests) {
     const CategoricalSegment& s = r.segment;
@@ -199,6 +200,7 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel) {
   const absl::Status finished = builder.Finish();
   EXPECT_TRUE(finished.ok()) << finished;
   if (!finished.ok()) return {};
+  builder.mutable_plan().warp_tiles_evict_first = warp_tiles_evict_first;
 
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
   EXPECT_TRUE(stager.ok()) << stager.status();
@@ -658,8 +660,14 @@ TYPED_TEST(CategoricalGpuTest, WarpTilesMatchesCpu) {
         batch.AddValues(values, rows, k, draws, kind, rng.Bits(),
                         rng.Below(1000), CategoricalKernel::kWarpTiles);
       }
-      ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kWarpTiles),
-                    absl::StrCat("warp tiles, K ", k, " ", KindName(kind)));
+      // Also with the evict-first second pass (CategoricalPlan::
+      // warp_tiles_evict_first, a benchmark variant): the same loads.
+      for (const bool evict_first : {false, true}) {
+        ExpectMatches(
+            batch, RunOnGpu(batch, CategoricalKernel::kWarpTiles, evict_first),
+            absl::StrCat("warp tiles", evict_first ? " evict-first" : "",
+                         ", K ", k, " ", KindName(kind)));
+      }
     }
   }
 }

@@ -173,6 +173,12 @@ struct CategoricalPlan {
   // the launches stage draws in shared memory and write them out together
   // (instances with more registers), otherwise each lane writes its own.
   bool lane_groups_staged = false;
+  // kWarpTiles only, for benchmarks (issue 11's lever 2): the second pass
+  // and the draws load with the evict-first (streaming) policy, so that L2
+  // drops a row's lines once they are re-read and keeps the rows still
+  // waiting for their second pass (at K = 4,096 the first pass's lines no
+  // longer survive to the second: 10.9% L2 hits, session 7's profile).
+  bool warp_tiles_evict_first = false;
   // kButterfly only, for benchmarks: run instances compiled with a register
   // cap (more resident warps, some spilling) instead of the default ones.
   bool register_cap = false;
@@ -245,7 +251,8 @@ class CategoricalBatchBuilder {
   // by its index in the order of adding). Add() is refused afterwards.
   absl::Status Finish();
 
-  // After Finish(): the plan (benchmarks may set register_cap) and the
+  // After Finish(): the plan (benchmarks may set register_cap and
+  // warp_tiles_evict_first) and the
   // segments in launch order.
   const CategoricalPlan& plan() const { return plan_; }
   CategoricalPlan& mutable_plan() { return plan_; }
