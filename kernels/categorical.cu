@@ -1053,7 +1053,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
             plan.lane_group_ends[i] = tasks;
           }
         }
-        plan.lane_groups_staged = plan.lane_groups_staged || s.draws > 1;
+        plan.lane_groups_staged =
+            plan.lane_groups_staged || s.draws >= kLaneGroupsStageFromDraws;
         break;
     }
     if (need > 0) {

@@ -169,7 +169,8 @@ struct CategoricalPlan {
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).
   int64_t lane_group_ends[4] = {0, 0, 0, 0};
-  // kLaneGroups: whether some segment has more than one draw a row; then
+  // kLaneGroups: whether some segment has kLaneGroupsStageFromDraws (2) or
+  // more draws a row; then
   // the launches stage draws in shared memory and write them out together
   // (instances with more registers), otherwise each lane writes its own.
   bool lane_groups_staged = false;
