@@ -170,9 +170,9 @@ struct CategoricalPlan {
   // lanes a row (one launch each).
   int64_t lane_group_ends[4] = {0, 0, 0, 0};
   // kLaneGroups: whether some segment has kLaneGroupsStageFromDraws (2) or
-  // more draws a row; then
-  // the launches stage draws in shared memory and write them out together
-  // (instances with more registers), otherwise each lane writes its own.
+  // more draws a row; then the launches stage draws in shared memory and
+  // write them out together (instances with more registers), otherwise
+  // each lane writes its own.
   bool lane_groups_staged = false;
   // kWarpTiles only, for benchmarks (issue 11's lever 2): the second pass
   // and the draws load with the evict-first (streaming) policy, so that L2
