@@ -3,12 +3,13 @@
 // sweep of K, with the device-to-device copy bandwidth measured in the same
 // run as the ceiling.
 //
-// --issue runs only issue 11's table instead: K = 32, 64, 100, 4096, 8192,
-// 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32 weights,
-// 512 MiB of rows, for the small-K kernel at that K (butterfly below 64,
-// warp per row from 64 on), the row-split kernel (the K where row-split
+// --issue runs only issue 11's table instead: K = 32, 64, 100, 128, 256,
+// 4096, 8192, 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32
+// weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
+// 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128 and the warp-tiles kernel from 64;
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 256 and
+// the warp-tiles kernel from 64;
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
 // 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
 // Each line gives the fraction of the copy bandwidth.
@@ -94,6 +95,12 @@ double Median(std::vector<float> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The label suffix of a benchmark-only variant (Bench::Time's `variant`).
+const char* VariantSuffix(CategoricalKernel kernel, bool variant) {
+  if (!variant) return "";
+  return kernel == CategoricalKernel::kWarpTiles ? "-ef" : "-cap";
+}
+
 class Bench {
  public:
   Bench(size_t input_bytes, int reps) : bytes_(input_bytes), reps_(reps) {}
@@ -150,8 +157,11 @@ class Bench {
   // pool allocation each), rotated so that no launch reads what the
   // previous one left in L2.
   // `only_rows` > 0 times that many rows instead (at most what fits).
+  // `variant`: the kernel's benchmark-only variant, the register-capped
+  // instances of kButterfly ("-cap") or kWarpTiles's evict-first second
+  // pass ("-ef").
   template <typename T>
-  absl::StatusOr<Result> Time(CategoricalKernel kernel, bool register_cap,
+  absl::StatusOr<Result> Time(CategoricalKernel kernel, bool variant,
                               WeightKind kind, int64_t k, int32_t draws,
                               double copy_tb, int64_t only_rows = 0) {
     const int64_t fit = static_cast<int64_t>(bytes_ / sizeof(T)) / k;
@@ -163,7 +173,11 @@ class Bench {
                                      {rows, k, draws}, kind, 0x5eed, 0)
                                 .status());
     SAMPLER_RETURN_IF_ERROR(builder.Finish());
-    builder.mutable_plan().register_cap = register_cap;
+    if (kernel == CategoricalKernel::kWarpTiles) {
+      builder.mutable_plan().warp_tiles_evict_first = variant;
+    } else {
+      builder.mutable_plan().register_cap = variant;
+    }
     std::vector<StagedBatch> staged;
     for (int i = 0; i < kBuffers; ++i) {
       SAMPLER_ASSIGN_OR_RETURN(
@@ -185,8 +199,8 @@ class Bench {
     }
     SAMPLER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stager_->stream.get()));
     Result r;
-    r.kernel =
-        absl::StrCat(CategoricalKernelName(kernel), register_cap ? "-cap" : "");
+    r.kernel = absl::StrCat(CategoricalKernelName(kernel),
+                            VariantSuffix(kernel, variant));
     r.precision = std::is_same_v<T, double> ? "f64" : "f32";
     r.kind = kind == WeightKind::kWeights ? "weights" : "logits";
     r.k = k;
@@ -243,9 +257,11 @@ void Print(const Result& r) {
   std::fflush(stdout);
 }
 
-// The largest K of the lane-per-row kernel (kernels/categorical_lanes.h,
-// private to the library; PrepareCategoricalSegments refuses more).
+// The largest K of the lane-per-row and lane-group kernels
+// (kernels/categorical_lanes.h, categorical_lane_groups.h, private to the
+// library; PrepareCategoricalSegments refuses more).
 constexpr int64_t kLanesLargestK = 128;
+constexpr int64_t kLaneGroupsLargestK = 256;
 // And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
 constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
 
@@ -254,6 +270,7 @@ int Main(int argc, char** argv) {
   bool issue = false;  // --issue: issue 11's table only
   const char* csv_path = nullptr;
   int64_t only_k = 0;       // --k: one K only (for profilers)
+  int32_t only_draws = 0;   // --draws: one D only (for profilers)
   std::string only_kernel;  // --kernel: one kernel label only
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
@@ -264,14 +281,17 @@ int Main(int argc, char** argv) {
       csv_path = argv[++i];
     } else if (std::strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
       only_k = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--draws") == 0 && i + 1 < argc) {
+      only_draws = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) {
       only_kernel = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick] [--issue] [--csv FILE] [--k K] "
-                   "[--kernel butterfly|butterfly-cap|warp-per-row|"
-                   "prefix-sum|row-split|lanes|warp-tiles]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
+          "[--kernel butterfly|butterfly-cap|warp-per-row|"
+          "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -297,8 +317,9 @@ int Main(int argc, char** argv) {
                        int64_t only_rows = 0) {
     using T = decltype(tag);
     const std::string label =
-        absl::StrCat(CategoricalKernelName(kernel), cap ? "-cap" : "");
+        absl::StrCat(CategoricalKernelName(kernel), VariantSuffix(kernel, cap));
     if ((only_k != 0 && k != only_k) ||
+        (only_draws != 0 && draws != only_draws) ||
         (!only_kernel.empty() && label != only_kernel)) {
       return;
     }
@@ -310,12 +331,13 @@ int Main(int argc, char** argv) {
   };
   // Issue 11's table: the kernels that served K below 2^15 before the lanes
   // kernel (butterfly or warp per row) against the row-split kernel, which
-  // the service runs from 2^15 on, the lanes kernel, which it runs up to
-  // K = 128, and the warp-tiles kernel (server/cuda_exec_categorical.cc).
+  // the service runs past 2^15, the lanes kernel (up to K = 128 before the
+  // lane-group kernel), the lane-group kernel, which it runs up to K = 256,
+  // and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
-    for (int64_t k :
-         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{4096}, int64_t{8192},
-          int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
+    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128},
+                      int64_t{256}, int64_t{4096}, int64_t{8192},
+                      int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
       for (int32_t draws : {1, 4, 32}) {
         run(float{},
             k < 64 ? CategoricalKernel::kButterfly
@@ -327,9 +349,17 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k,
               draws);
         }
+        if (k <= kLaneGroupsLargestK) {
+          run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+              draws);
+        }
         if (k > 32 && k <= kWarpTilesLargestK) {
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
               draws);
+        }
+        if (k >= 4096 && k <= kWarpTilesLargestK) {  // lever 2's candidate
+          run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
+              draws, true);
         }
       }
     }
@@ -359,6 +389,10 @@ int Main(int argc, char** argv) {
       if (k <= kLanesLargestK) {
         run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
       }
+      if (k <= kLaneGroupsLargestK) {
+        run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+            1);
+      }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
           true);
@@ -374,12 +408,17 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{128}}) {
       for (int32_t draws : {4, 32}) {
         run(float{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, draws);
+        run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+            draws);
       }
     }
     bench.Fill<float>(WeightKind::kLogits);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
       if (k <= kLanesLargestK) {
         run(float{}, CategoricalKernel::kLanes, WeightKind::kLogits, k, 1);
+      }
+      if (k <= kLaneGroupsLargestK) {
+        run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kLogits, k, 1);
       }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
@@ -389,6 +428,10 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
       if (k <= kLanesLargestK) {
         run(double{}, CategoricalKernel::kLanes, WeightKind::kWeights, k, 1);
+      }
+      if (k <= kLaneGroupsLargestK) {
+        run(double{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+            1);
       }
       run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);

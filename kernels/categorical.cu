@@ -74,9 +74,10 @@
 // search for the row's lane together.
 //
 // kRowSplit (categorical_row_split.cu), kLanes (categorical_lanes.cu, one
-// row per lane for K up to 128) and kWarpTiles (categorical_warp_tiles.cu,
-// one warp per row by tiles of 128 for K up to 2^17) live in their own
-// files; this one plans and launches them.
+// row per lane for K up to 128), kWarpTiles (categorical_warp_tiles.cu,
+// one warp per row by tiles of 128 for K up to 2^17) and kLaneGroups
+// (categorical_lane_groups.cu, 1 to 8 lanes a row for K up to 256) live in
+// their own files; this one plans and launches them.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -89,6 +90,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "categorical_lane_groups.h"
 #include "categorical_lanes.h"
 #include "categorical_row_split.h"
 #include "categorical_segments.cuh"
@@ -856,6 +858,9 @@ absl::Status Launch(const CategoricalPlan& plan,
     case CategoricalKernel::kWarpTiles:
       return LaunchCategoricalWarpTiles<T>(plan, device_segments, values, out,
                                            stream);
+    case CategoricalKernel::kLaneGroups:
+      return LaunchCategoricalLaneGroups<T>(plan, device_segments, values, out,
+                                            stream);
   }
   return absl::InvalidArgumentError("LaunchCategorical: bad kernel");
 }
@@ -876,6 +881,8 @@ const char* CategoricalKernelName(CategoricalKernel kernel) {
       return "lanes";
     case CategoricalKernel::kWarpTiles:
       return "warp-tiles";
+    case CategoricalKernel::kLaneGroups:
+      return "lane-groups";
   }
   return "unknown";
 }
@@ -888,7 +895,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       kernel != CategoricalKernel::kWarpPerRow &&
       kernel != CategoricalKernel::kRowSplit &&
       kernel != CategoricalKernel::kLanes &&
-      kernel != CategoricalKernel::kWarpTiles) {
+      kernel != CategoricalKernel::kWarpTiles &&
+      kernel != CategoricalKernel::kLaneGroups) {
     return absl::InvalidArgumentError("PrepareCategoricalSegments: bad kernel");
   }
   if (segments.size() >
@@ -955,6 +963,11 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       return SegmentError(i, "categories", s.categories,
                           "too many for the lanes kernel (at most 128)");
     }
+    if (kernel == CategoricalKernel::kLaneGroups &&
+        s.categories > kLaneGroupsMaxCategories) {
+      return SegmentError(i, "categories", s.categories,
+                          "too many for the lane-groups kernel (at most 256)");
+    }
     if (kernel == CategoricalKernel::kWarpTiles &&
         s.categories > kWarpTilesMaxCategories) {
       return SegmentError(i, "categories", s.categories,
@@ -970,6 +983,16 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     std::stable_partition(
         segments.begin(), segments.end(),
         [&](const CategoricalSegment& s) { return !multi_block(s); });
+  }
+
+  // kLaneGroups: one launch per group size (1, 2, 4, 8 lanes a row), in
+  // order.
+  if (kernel == CategoricalKernel::kLaneGroups) {
+    std::stable_sort(
+        segments.begin(), segments.end(),
+        [](const CategoricalSegment& a, const CategoricalSegment& b) {
+          return LaneGroupLanes(a.categories) < LaneGroupLanes(b.categories);
+        });
   }
 
   CategoricalPlan plan;
@@ -1024,6 +1047,15 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       case CategoricalKernel::kWarpTiles:
         max_categories = std::max(max_categories, s.categories);
         break;
+      case CategoricalKernel::kLaneGroups:
+        for (int i = 0; i < 4; ++i) {
+          if (LaneGroupLanes(s.categories) <= (1 << i)) {
+            plan.lane_group_ends[i] = tasks;
+          }
+        }
+        plan.lane_groups_staged =
+            plan.lane_groups_staged || s.draws >= kLaneGroupsStageFromDraws;
+        break;
     }
     if (need > 0) {
       // Every segment's area starts on a multiple of 32 elements, so that
@@ -1076,6 +1108,18 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   } else if (kernel == CategoricalKernel::kLanes && max_categories > 0) {
     const size_t bytes = LanesWarpSmemBytes(
         max_categories, precision == Precision::kFloat64 ? 8 : 4);
+    plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
+        static_cast<int32_t>((bytes + sizeof(U) - 1) / sizeof(U));
+  } else if (kernel == CategoricalKernel::kLaneGroups) {
+    // A warp's shared memory is not monotonic in K (its rows a round halve
+    // where its lanes a row double): the most over the batch's K.
+    size_t bytes = 0;
+    for (const CategoricalSegment& s : segments) {
+      bytes = std::max(
+          bytes, LaneGroupsWarpSmemBytes(
+                     s.categories, precision == Precision::kFloat64 ? 8 : 4,
+                     plan.lane_groups_staged));
+    }
     plan.smem_warp_elems[0] = plan.smem_warp_elems[1] =
         static_cast<int32_t>((bytes + sizeof(U) - 1) / sizeof(U));
   } else if (kernel == CategoricalKernel::kWarpTiles) {

@@ -61,6 +61,7 @@
 #include "absl/strings/str_cat.h"
 #include "categorical_lanes.h"
 #include "categorical_segments.cuh"
+#include "categorical_shared_rows.cuh"
 #include "sampler/kernels/categorical.h"
 #include "sampler/kernels/categorical_core.h"
 #include "sampler/kernels/cuda/launch.h"
@@ -96,42 +97,16 @@ __host__ __device__ constexpr size_t RowsBytes(int64_t categories,
          16 * 16;
 }
 
-// Global to shared memory without registers (sm_80 and later), one value.
-template <typename T>
-__device__ __forceinline__ void CopyAsync(T* smem, const T* global) {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async of 4 or 8 bytes");
-  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to),
-               "l"(global), "n"(sizeof(T)));
-}
-__device__ __forceinline__ void WaitAsyncCopies() {
-  asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
-}
-
 // S_d of RowScaleSum for a row in shared memory: the remnant in order, the
-// column sums c_l, their pairwise tree (stack[l] holds a finished node of
-// 2^l columns; each merge is left + right).
+// column sums c_l, their pairwise tree.
 template <typename T>
 __device__ __forceinline__ double LaneScaleSum(const T* row,
                                                int64_t categories) {
   const int remnant = static_cast<int>(cat::RemnantSize(categories));
   const int blocks = static_cast<int>(cat::NumBlocks(categories));
-  double sum = 0;
-  for (int j = 0; j < remnant; ++j) sum = sum + static_cast<double>(row[j]);
+  const double sum = RemnantScaleSum(row, remnant);
   if (blocks == 0) return sum;
-  double stack[cat::kLevels + 1];
-#pragma unroll
-  for (int c = 0; c < kWarpSize; ++c) {
-    double v = 0;
-    for (int b = 0; b < blocks; ++b) {
-      v = v + static_cast<double>(row[remnant + kWarpSize * b + c]);
-    }
-    int l = 0;
-#pragma unroll
-    for (; l < cat::kLevels && ((c >> l) & 1); ++l) v = stack[l] + v;
-    stack[l] = v;
-  }
-  return sum + stack[cat::kLevels];
+  return sum + ColumnTreeSum<kWarpSize>(row, remnant, blocks, 0);
 }
 
 template <typename T>
@@ -160,21 +135,7 @@ __global__ void __launch_bounds__(kWarpSize)
   // 1. The warp's rows k_begin .. k_end - 1, one contiguous span.
   {
     const T* src = p.values + seg.values_offset + (row0 + k_begin) * categories;
-    const int n = (k_end - k_begin) * k;
-    int row = k_begin + lane / k;
-    int col = lane % k;
-    const int row_step = kWarpSize / k;
-    const int col_step = kWarpSize % k;
-#pragma unroll 4
-    for (int e = lane; e < n; e += kWarpSize) {
-      CopyAsync(rows + row * stride + col, src + e);
-      row += row_step;
-      col += col_step;
-      if (col >= k) {
-        col -= k;
-        ++row;
-      }
-    }
+    QueueRowsCopy(rows, stride, src, k_end - k_begin, k, k_begin, lane);
     WaitAsyncCopies();
     __syncthreads();  // the block is this one warp
   }

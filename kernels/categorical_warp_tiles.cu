@@ -74,9 +74,20 @@ struct WarpTilesParams : SegmentedParams<T> {
   int32_t tile_cap;  // tile ends per warp in shared memory
 };
 
+// One load of the second pass: __ldg, or __ldcs (evict-first in L1 and L2)
+// for CategoricalPlan::warp_tiles_evict_first.
+template <bool kEvictFirst, typename V>
+__device__ __forceinline__ V LoadAgain(const V* p) {
+  if constexpr (kEvictFirst) {
+    return __ldcs(p);
+  } else {
+    return __ldg(p);
+  }
+}
+
 // Lane's 4 values of tile t (zeros past K): one 16-byte load (two for
 // double) where the row is 16-byte aligned and the 4 lie inside it.
-template <typename T>
+template <bool kEvictFirst, typename T>
 __device__ __forceinline__ void LoadTile(const T* __restrict__ row,
                                          int64_t categories, bool aligned,
                                          int64_t t, int lane,
@@ -84,14 +95,17 @@ __device__ __forceinline__ void LoadTile(const T* __restrict__ row,
   const int64_t j0 = kTile * t + kPerLane * lane;
   if (aligned && j0 + kPerLane <= categories) {
     if constexpr (std::is_same_v<T, float>) {
-      const float4 x = __ldg(reinterpret_cast<const float4*>(row + j0));
+      const float4 x =
+          LoadAgain<kEvictFirst>(reinterpret_cast<const float4*>(row + j0));
       v[0] = x.x;
       v[1] = x.y;
       v[2] = x.z;
       v[3] = x.w;
     } else {
-      const double2 a = __ldg(reinterpret_cast<const double2*>(row + j0));
-      const double2 b = __ldg(reinterpret_cast<const double2*>(row + j0 + 2));
+      const double2 a =
+          LoadAgain<kEvictFirst>(reinterpret_cast<const double2*>(row + j0));
+      const double2 b = LoadAgain<kEvictFirst>(
+          reinterpret_cast<const double2*>(row + j0 + 2));
       v[0] = a.x;
       v[1] = a.y;
       v[2] = b.x;
@@ -101,7 +115,7 @@ __device__ __forceinline__ void LoadTile(const T* __restrict__ row,
   }
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
-    v[i] = j0 + i < categories ? __ldg(row + j0 + i) : T(0);
+    v[i] = j0 + i < categories ? LoadAgain<kEvictFirst>(row + j0 + i) : T(0);
   }
 }
 
@@ -116,7 +130,7 @@ __device__ __forceinline__ U WarpInclusiveScan(U v, int lane) {
   return v;
 }
 
-template <typename T>
+template <typename T, bool kEvictFirst>
 __global__ void __launch_bounds__(kTileThreads, kTileMinBlocks)
     WarpTilesKernel(const WarpTilesParams<T> p) {
   extern __shared__ __align__(16) unsigned char smem_bytes[];
@@ -147,7 +161,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinBlocks)
   // would not be a zero weight) and their sum.
   const auto quantize_tile = [&](int64_t t, U(&q)[kPerLane]) {
     T v[kPerLane];
-    LoadTile(row, categories, aligned, t, lane, v);
+    LoadTile<kEvictFirst>(row, categories, aligned, t, lane, v);
     const int64_t j0 = kTile * t + kPerLane * lane;
     U sum = 0;
 #pragma unroll
@@ -216,10 +230,11 @@ absl::Status LaunchCategoricalWarpTiles(const CategoricalPlan& plan,
   params.tile_cap = plan.smem_block_cap;
   const size_t smem = static_cast<size_t>(kTileWarps) *
                       static_cast<size_t>(plan.smem_block_cap) * sizeof(U);
-  SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(
-      reinterpret_cast<const void*>(WarpTilesKernel<T>), smem));
-  WarpTilesKernel<T>
-      <<<static_cast<unsigned>(grid), kTileThreads, smem, stream>>>(params);
+  const auto kernel = plan.warp_tiles_evict_first ? WarpTilesKernel<T, true>
+                                                  : WarpTilesKernel<T, false>;
+  SAMPLER_RETURN_IF_ERROR(
+      AllowDynamicSharedMemory(reinterpret_cast<const void*>(kernel), smem));
+  kernel<<<static_cast<unsigned>(grid), kTileThreads, smem, stream>>>(params);
   SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
   return absl::OkStatus();
 }

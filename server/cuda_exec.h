@@ -19,8 +19,8 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<EnumerateJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot);
 // The kernel that ExecuteOnGpu runs a categorical job of `categories` (K)
-// in `precision` on: the lanes kernel up to K = 128, the warp-tiles kernel
-// from 129 to 2^15 - 1, the row-split kernel from K = 2^15 up to its
+// in `precision` on: the lane-group kernel up to K = 256, the warp-tiles
+// kernel from 257 to 2^15, the row-split kernel from K = 2^15 + 1 up to its
 // largest K (RowSplitMaxCategories), one warp per row past it
 // (cuda_exec_categorical.cc says what measured each bound).
 kernels::cuda::CategoricalKernel CategoricalKernelFor(

@@ -1,5 +1,5 @@
 // SampleCategorical batches on a GPU, one segment per job, rows placed so
-// that each request's lanes are the contract's lanes. Five kernels give the
+// that each request's lanes are the contract's lanes. Six kernels give the
 // same bits (SampleCategoricalCpu's); CategoricalKernelFor picks one per job
 // by its K, and each kernel present runs one launch per precision.
 #include <cstring>
@@ -15,20 +15,20 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-// The lanes kernel (one row per lane, no shuffles) up to its largest K,
-// 128, the warp-tiles kernel (one warp per row, integer weights by tiles of
-// 128) above, up to the row-split kernel's K. By their instruction counts
-// (categorical_lanes.cu, categorical_warp_tiles.cu) they should read at
-// well over twice the rates of the kernels they replace there, the
-// butterfly kernel (16% of the copy bandwidth at K = 32 on an H100) and one
-// warp per row (9% to 32% from K = 64 to 4,096;
-// bench/results/kernels-h100-2026-11-26.md). Measured on the H100 in
-// session 7 (categorical_bench --issue, one draw): lanes 60.9/67.4/62.6% at
-// K = 32/64/100, warp tiles 38.9/36.7/36.5% at K = 4,096/8,192/16,384 (one
-// warp per row: 31.7/30.5/28.7%). (Before it, the butterfly kernel ran
-// below K = 64 and one warp per row from 64: 1.3x to 6x faster from there,
-// bench/results/kernels-h100-2026-11-23.md.)
-constexpr int64_t kLanesUpToK = 128;
+// The lane-group kernel (each row on 1, 2, 4 or 8 lanes, four warps a
+// block) up to its largest K, 256, the warp-tiles kernel (one warp per
+// row, integer weights by tiles of 128) above, up to the row-split
+// kernel's K. Measured on an H100 in session 8 (categorical_bench --issue,
+// f32 weights, fraction of copy at 1/4/32 draws), lane groups against the
+// lanes kernel that served K <= 128 before: K = 32 63.5/53.1/11.9 against
+// 58.0/50.4/11.7, K = 64 66.8/64.0/26.2 against 65.6/54.3/18.1, K = 100
+// 59.2/53.7/35.9 against 60.7/51.4/21.8 (one draw: 1.5 points behind), K =
+// 128 65.5/60.4/40.6 against 49.1/42.3/18.7; at K = 256 against warp tiles
+// 59.5/55.1/49.3 against 30.4/17.8/3.5. (Session 7: lanes 60.9/67.4/62.6% at
+// K = 32/64/100 against the butterfly's 16% and one warp per row's 9-11%;
+// warp tiles 38.9/36.7/36.5% at K = 4,096/8,192/16,384 against one warp per
+// row's 31.7/30.5/28.7%.)
+constexpr int64_t kLaneGroupsUpToK = 256;
 
 // The row-split kernel (one row across up to 8 blocks) from this K up to
 // its largest (kc::RowSplitMaxCategories). Measured on an H100 (session 7,
@@ -84,7 +84,9 @@ absl::StatusOr<double> RunCategorical(Batch<CategoricalJob>& batch,
 
 kc::CategoricalKernel CategoricalKernelFor(int64_t categories,
                                            kernels::Precision precision) {
-  if (categories <= kLanesUpToK) return kc::CategoricalKernel::kLanes;
+  if (categories <= kLaneGroupsUpToK) {
+    return kc::CategoricalKernel::kLaneGroups;
+  }
   if (categories >= kRowSplitFromK &&
       categories <= kc::RowSplitMaxCategories(precision)) {
     return kc::CategoricalKernel::kRowSplit;
@@ -97,7 +99,7 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot) {
   double seconds = 0;
   for (const kc::CategoricalKernel kernel :
-       {kc::CategoricalKernel::kLanes, kc::CategoricalKernel::kWarpTiles,
+       {kc::CategoricalKernel::kLaneGroups, kc::CategoricalKernel::kWarpTiles,
         kc::CategoricalKernel::kWarpPerRow, kc::CategoricalKernel::kRowSplit}) {
     absl::StatusOr<double> f = RunCategorical<float>(batch, slot, kernel);
     if (!f.ok()) return f;

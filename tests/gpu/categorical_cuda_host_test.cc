@@ -248,6 +248,78 @@ TEST(CategoricalCudaHostTest, LanesPlansWarpsSharedMemoryAndItsLargestK) {
       absl::StatusCode::kInvalidArgument);
 }
 
+// The lane-group kernel takes the lanes kernel's warps, orders the segments
+// by lanes a row (1, 2, 4, 8 for K up to 32, 64, 128, 256: one launch
+// each, ends in lane_group_ends), sizes a warp's shared memory for the
+// largest need (one round's 32 / G rows at an odd stride, 16-byte aligned,
+// then an odd number of uint64 chunk ends per row: chunks of 8 weights, 4
+// for 8 lanes; then, where some row has several draws, an odd number of
+// int32 staged draws per row), uses no workspace and takes K up to 256.
+TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
+  std::vector<CategoricalSegment> segments(3);
+  segments[0] = {0, 0, 1, 5, 40, 100, 2};     // 4 lanes a row, 2 warps
+  segments[1] = {4000, 80, 2, 0, 3, 7, 1};    // 1 lane, 1 warp
+  segments[2] = {4021, 83, 3, 0, 33, 64, 1};  // 2 lanes, 2 warps
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 6133, 116, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[0].categories, 7);
+  EXPECT_EQ(segments[1].categories, 64);
+  EXPECT_EQ(segments[2].categories, 100);
+  EXPECT_EQ(segments[0].task_begin, 0);
+  EXPECT_EQ(segments[1].task_begin, 1);
+  EXPECT_EQ(segments[2].task_begin, 3);
+  EXPECT_EQ(plan->tasks, 5);
+  EXPECT_EQ(plan->lane_group_ends[0], 1);
+  EXPECT_EQ(plan->lane_group_ends[1], 3);
+  EXPECT_EQ(plan->lane_group_ends[2], 5);
+  EXPECT_EQ(plan->lane_group_ends[3], 5);
+  EXPECT_TRUE(plan->lane_groups_staged);  // D = 2 in one segment
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  // K = 64 needs the most: 16 x 65 floats = 4,160 bytes, 16 x 9 uint64
+  // chunk ends = 1,152, 16 x 9 staged int32 draws = 576 (K = 100:
+  // 8 x 101 x 4 + 8 x 13 x 8 + 8 x 9 x 4 = 4,352; K = 7: 32 x 7 x 4 +
+  // 32 x 1 x 8 + 32 x 5 x 4 = 1,792).
+  EXPECT_EQ(plan->smem_warp_elems[0], 5888 / 8);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "lane-groups");
+
+  // Only rows of 4 lanes: the launches of 1 and 2 lanes are empty, and
+  // that of 8 too.
+  std::vector<CategoricalSegment> wide(1);
+  wide[0].rows = 1;
+  wide[0].categories = 128;
+  plan = PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat64,
+                                    128, 1, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->lane_group_ends[0], 0);
+  EXPECT_EQ(plan->lane_group_ends[1], 0);
+  EXPECT_EQ(plan->lane_group_ends[2], 1);
+  EXPECT_EQ(plan->lane_group_ends[3], 1);
+  // One draw a row: nothing staged. 8 x 129 doubles = 8,256 bytes, then
+  // 8 x 17 uint64 = 1,088.
+  EXPECT_FALSE(plan->lane_groups_staged);
+  EXPECT_EQ(plan->smem_warp_elems[0], 9344 / 8);
+
+  // K = 256: 8 lanes a row, 4 rows a round, chunks of 4 weights: 4 x 257
+  // floats = 4,112 bytes (16 x 257), 4 x 65 uint64 = 2,080.
+  wide[0].categories = 256;
+  plan = PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
+                                    256, 1, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->lane_group_ends[2], 0);
+  EXPECT_EQ(plan->lane_group_ends[3], 1);
+  EXPECT_EQ(plan->smem_warp_elems[0], 6192 / 8);
+
+  wide[0].categories = 257;
+  EXPECT_EQ(
+      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32, 257,
+                                 1, CategoricalKernel::kLaneGroups)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 // The warp-tiles kernel takes one task per row, one uint64 tile end per
 // 128 values of the batch's largest K and row in shared memory, and K up to
 // 2^17.

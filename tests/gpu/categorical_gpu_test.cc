@@ -1,6 +1,7 @@
 // GPU tests of the categorical kernels: every output must equal, bit for
 // bit, what the CPU backend returns for the same request (kButterfly,
-// kWarpPerRow, kRowSplit, kLanes and kWarpTiles: SampleCategoricalCpu;
+// kWarpPerRow, kRowSplit, kLanes, kWarpTiles and kLaneGroups:
+// SampleCategoricalCpu;
 // kPrefixSum:
 // SampleCategoricalReferenceCpu). Inputs are fresh random values from
 // std::random_device seeds, printed on failure; outputs are poisoned before
@@ -181,7 +182,8 @@ struct Batch {
 // requests added in order, so that their offsets are the batch's) and
 // returns the whole output.
 template <typename T>
-std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel) {
+std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
+                              bool warp_tiles_evict_first = false) {
   CategoricalBatchBuilder<T> builder(kernel);
   for (const Request& r : batch.requests) {
     const CategoricalSegment& s = r.segment;
@@ -198,6 +200,7 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel) {
   const absl::Status finished = builder.Finish();
   EXPECT_TRUE(finished.ok()) << finished;
   if (!finished.ok()) return {};
+  builder.mutable_plan().warp_tiles_evict_first = warp_tiles_evict_first;
 
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
   EXPECT_TRUE(stager.ok()) << stager.status();
@@ -566,27 +569,39 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMixedBatch) {
                              50000, 8, "row split mixed batch");
 }
 
-// The lane-per-row kernel (K up to 128): every K from 1 to 128 (the
-// remnant alone, blocks and a remnant, every chunk length), D = 1, 4, 17
-// and 32, weights and logits, every FillRow pattern (subnormal totals,
-// zeros of both signs, 30 decades), rows not a multiple of 32 from a
-// first row usually mid-warp.
+// The kernels for small K: the lane-per-row kernel (K up to 128) and the
+// lane-group kernel (up to 256: 1, 2, 4 or 8 lanes a row, one launch per
+// group size).
+constexpr CategoricalKernel kSmallKKernels[] = {CategoricalKernel::kLanes,
+                                                CategoricalKernel::kLaneGroups};
+
+// Every K from 1 to the kernel's largest in one batch (the remnant alone,
+// blocks and a remnant, every chunk length, every group size), D = 1, 4,
+// 17 and 32,
+// weights and logits, every FillRow pattern (subnormal totals, zeros of
+// both signs, 30 decades), rows not a multiple of 32 from a first row
+// usually mid-warp.
 TYPED_TEST(CategoricalGpuTest, LanesMatchesCpuForEveryK) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(absl::StrCat("input seed ", seed));
   InputRng rng(seed);
-  for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
-    for (const int32_t draws : {1, 4, 17, 32}) {
-      Batch<T> batch;
-      for (int64_t k = 1; k <= 128; ++k) {
-        const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
-        batch.Add(rng, 1 + rng.Below(80), k, draws, kind, rng.Bits(), first_row,
-                  CategoricalKernel::kLanes);
+  for (CategoricalKernel kernel : kSmallKKernels) {
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      for (const int32_t draws : {1, 4, 17, 32}) {
+        Batch<T> batch;
+        const int64_t largest_k =
+            kernel == CategoricalKernel::kLanes ? 128 : 256;
+        for (int64_t k = 1; k <= largest_k; ++k) {
+          const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
+          batch.Add(rng, 1 + rng.Below(80), k, draws, kind, rng.Bits(),
+                    first_row, kernel);
+        }
+        ExpectMatches(batch, RunOnGpu(batch, kernel),
+                      absl::StrCat(CategoricalKernelName(kernel), ", D ", draws,
+                                   " ", KindName(kind)));
       }
-      ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kLanes),
-                    absl::StrCat("lanes, D ", draws, " ", KindName(kind)));
     }
   }
 }
@@ -599,25 +614,28 @@ TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(absl::StrCat("input seed ", seed));
   InputRng rng(seed);
-  Batch<T> batch;
-  for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}}) {
-    batch.Add(rng, 5000, k, 1, WeightKind::kWeights, rng.Bits(), 0,
-              CategoricalKernel::kLanes);
-    batch.Add(rng, 300, k, 257, WeightKind::kWeights, rng.Bits(), 5,
-              CategoricalKernel::kLanes);
-    const std::vector<T> values =
-        MakeValues<T>(rng, 200, k, WeightKind::kLogits);
-    const uint64_t request_seed = rng.Bits();
-    for (int64_t begin : {int64_t{0}, int64_t{7}, int64_t{61}}) {
-      const int64_t end = begin == 0 ? 7 : begin == 7 ? 61 : 200;
-      batch.AddValues(
-          std::vector<T>(values.begin() + begin * k, values.begin() + end * k),
-          end - begin, k, 3, WeightKind::kLogits, request_seed,
-          static_cast<uint64_t>(begin), CategoricalKernel::kLanes);
+  for (CategoricalKernel kernel : kSmallKKernels) {
+    Batch<T> batch;
+    for (int64_t k :
+         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}, int64_t{256}}) {
+      if (k > 128 && kernel == CategoricalKernel::kLanes) continue;
+      batch.Add(rng, 5000, k, 1, WeightKind::kWeights, rng.Bits(), 0, kernel);
+      batch.Add(rng, 300, k, 257, WeightKind::kWeights, rng.Bits(), 5, kernel);
+      const std::vector<T> values =
+          MakeValues<T>(rng, 200, k, WeightKind::kLogits);
+      const uint64_t request_seed = rng.Bits();
+      for (int64_t begin : {int64_t{0}, int64_t{7}, int64_t{61}}) {
+        const int64_t end = begin == 0 ? 7 : begin == 7 ? 61 : 200;
+        batch.AddValues(std::vector<T>(values.begin() + begin * k,
+                                       values.begin() + end * k),
+                        end - begin, k, 3, WeightKind::kLogits, request_seed,
+                        static_cast<uint64_t>(begin), kernel);
+      }
     }
+    ExpectMatches(
+        batch, RunOnGpu(batch, kernel),
+        absl::StrCat(CategoricalKernelName(kernel), ", many rows and chunks"));
   }
-  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kLanes),
-                "lanes, many rows and chunks");
 }
 
 // The warp-tiles kernel (K up to 2^17): K around its tiles of 128 (one
@@ -642,8 +660,14 @@ TYPED_TEST(CategoricalGpuTest, WarpTilesMatchesCpu) {
         batch.AddValues(values, rows, k, draws, kind, rng.Bits(),
                         rng.Below(1000), CategoricalKernel::kWarpTiles);
       }
-      ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kWarpTiles),
-                    absl::StrCat("warp tiles, K ", k, " ", KindName(kind)));
+      // Also with the evict-first second pass (CategoricalPlan::
+      // warp_tiles_evict_first, a benchmark variant): the same loads.
+      for (const bool evict_first : {false, true}) {
+        ExpectMatches(
+            batch, RunOnGpu(batch, CategoricalKernel::kWarpTiles, evict_first),
+            absl::StrCat("warp tiles", evict_first ? " evict-first" : "",
+                         ", K ", k, " ", KindName(kind)));
+      }
     }
   }
 }

@@ -910,8 +910,9 @@ std::vector<int32_t> CaseCpu(const CategoricalCase& c) {
   return expected;
 }
 
-// On the CUDA backend (server/cuda_exec_categorical.cc) K up to 128 takes the
-// lanes kernel, 129 to 2^15 the warp-tiles kernel, 2^15 + 1 up to the
+// On the CUDA backend (server/cuda_exec_categorical.cc) K up to 256 takes the
+// lane-group kernel (1, 2, 4 or 8 lanes a row from K = 33, 65, 129), 257 to
+// 2^15 the warp-tiles kernel, 2^15 + 1 up to the
 // row-split kernel's largest K (385,280 float, 198,400 double) the
 // row-split kernel, and one warp per row again past it: every one must give
 // the CPU's bits, in both precisions and input kinds, at each boundary and
@@ -923,7 +924,8 @@ TEST_F(ServiceTest, SampleCategoricalWideRowsEqualTheCpuKernel) {
   const CategoricalCase cases[] = {
       {63, 40, 2, true, false},    {64, 33, 3, true, false},
       {128, 35, 5, false, true},   {129, 34, 2, true, false},
-      {100, 70, 1, false, true},   {1000, 9, 4, true, true},
+      {100, 70, 1, false, true},   {256, 20, 3, false, true},
+      {257, 12, 2, true, false},   {1000, 9, 4, true, true},
       {5000, 3, 32, false, false}, {32767, 2, 4, true, false},
       {32768, 5, 4, true, false},  {32769, 3, 32, false, true},
       {131072, 1, 1, true, true},  {131072, 1, 32, true, false},

@@ -16,18 +16,20 @@ using kernels::Precision;
 using kernels::cuda::CategoricalKernel;
 using kernels::cuda::RowSplitMaxCategories;
 
-TEST(CudaCategoricalRouteTest, LanesUpTo128) {
+TEST(CudaCategoricalRouteTest, LaneGroupsUpTo256) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(1, p), CategoricalKernel::kLanes);
-    EXPECT_EQ(CategoricalKernelFor(63, p), CategoricalKernel::kLanes);
-    EXPECT_EQ(CategoricalKernelFor(64, p), CategoricalKernel::kLanes);
-    EXPECT_EQ(CategoricalKernelFor(128, p), CategoricalKernel::kLanes);
+    EXPECT_EQ(CategoricalKernelFor(1, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(63, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(64, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(128, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(256, p), CategoricalKernel::kLaneGroups);
   }
 }
 
-TEST(CudaCategoricalRouteTest, WarpTilesFrom129To2To15) {
+TEST(CudaCategoricalRouteTest, WarpTilesFrom257To2To15) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kWarpTiles);
+    EXPECT_EQ(CategoricalKernelFor(257, p), CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) - 1, p),
               CategoricalKernel::kWarpTiles);

@@ -64,13 +64,14 @@ enum class CategoricalKernel {
   // once whatever the draws. Bits of SampleCategoricalCpu. K up to 385,280
   // (float) or 198,400 (double): RowSplitMaxCategories.
   kRowSplit,
-  // The service's kernel up to K = 128 (categorical_lanes.cu; its largest):
+  // The service's kernel up to K = 128 until kLaneGroups (a comparison
+  // point now; categorical_lanes.cu, 128 its largest K):
   // 32 lane-aligned rows per warp as kButterfly, loaded into shared memory
   // by coalesced asynchronous copies, then one row per lane with no
   // shuffles (S_d in the contract's order, quantization by multiplication,
   // a walk over chunk totals). Bits of SampleCategoricalCpu.
   kLanes,
-  // The service's kernel from K = 129 to 2^15 - 1
+  // The service's kernel from K = 257 (129 until kLaneGroups) to 2^15
   // (categorical_warp_tiles.cu; its largest K is 2^17): one warp per row as
   // kWarpPerRow, S_d in the contract's column order, then the integer
   // weights by tiles of 128 (one 16-byte load a lane, quantization by
@@ -78,10 +79,19 @@ enum class CategoricalKernel {
   // tile ends and a warp scan within the tile per draw. Bits of
   // SampleCategoricalCpu.
   kWarpTiles,
+  // The service's kernel up to K = 256 (categorical_lane_groups.cu; its
+  // largest):
+  // kLanes's tasks of 32 lane-aligned rows, four warps a block, each row
+  // served by a group of 1, 2, 4 or 8 lanes (K up to 32, 64, 128, 256) so
+  // that a warp holds fewer rows in shared memory at once (S_d in the
+  // contract's order by per-member column subtrees merged by shuffles,
+  // chunk totals of 8 or 4 weights in shared memory, a binary search and a
+  // walk per draw). Bits of SampleCategoricalCpu.
+  kLaneGroups,
 };
 
 // "butterfly", "prefix-sum", "warp-per-row", "row-split", "lanes",
-// "warp-tiles".
+// "warp-tiles", "lane-groups".
 const char* CategoricalKernelName(CategoricalKernel kernel);
 
 // The largest K that kRowSplit takes in `precision`: the most whose chunk
@@ -155,6 +165,21 @@ struct CategoricalPlan {
   // K over the blocks, rounded up to a multiple of 32).
   int32_t row_split_ctas = 0;
   int64_t row_split_chunk = 0;
+  // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
+  // and lane_group_ends[i] is one past the last task of those with 2^i
+  // lanes a row (one launch each).
+  int64_t lane_group_ends[4] = {0, 0, 0, 0};
+  // kLaneGroups: whether some segment has kLaneGroupsStageFromDraws (2) or
+  // more draws a row; then the launches stage draws in shared memory and
+  // write them out together (instances with more registers), otherwise
+  // each lane writes its own.
+  bool lane_groups_staged = false;
+  // kWarpTiles only, for benchmarks (issue 11's lever 2): the second pass
+  // and the draws load with the evict-first (streaming) policy, so that L2
+  // drops a row's lines once they are re-read and keeps the rows still
+  // waiting for their second pass (at K = 4,096 the first pass's lines no
+  // longer survive to the second: 10.9% L2 hits, session 7's profile).
+  bool warp_tiles_evict_first = false;
   // kButterfly only, for benchmarks: run instances compiled with a register
   // cap (more resident warps, some spilling) instead of the default ones.
   bool register_cap = false;
@@ -164,7 +189,8 @@ struct CategoricalPlan {
 // 1 <= draws <= kMaxCategoricalDraws, kind, no item index past 2^64 - 1,
 // its values inside [0, values_size) and its outputs inside [0, out_size)),
 // for kButterfly reorders the array stably so that segments with K < 64 come
-// first (the order of segments changes no bit of the output), sets
+// first, for kLaneGroups by lanes a row (K up to 32, 64, 128, 256; the
+// order of segments changes no bit of the output), sets
 // task_begin and workspace_offset in place and returns the plan.
 // InvalidArgument naming the segment index and field otherwise, with the
 // array unchanged. Outputs of different segments must not overlap; that is
@@ -226,7 +252,8 @@ class CategoricalBatchBuilder {
   // by its index in the order of adding). Add() is refused afterwards.
   absl::Status Finish();
 
-  // After Finish(): the plan (benchmarks may set register_cap) and the
+  // After Finish(): the plan (benchmarks may set register_cap and
+  // warp_tiles_evict_first) and the
   // segments in launch order.
   const CategoricalPlan& plan() const { return plan_; }
   CategoricalPlan& mutable_plan() { return plan_; }

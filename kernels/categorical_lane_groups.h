@@ -1,0 +1,67 @@
+// The lane-group categorical kernel (CategoricalKernel::kLaneGroups, in
+// categorical_lane_groups.cu): each row of small K served by a group of 1,
+// 2, 4 or 8 lanes, four warps a block. Private to the categorical CUDA
+// library; categorical.cu plans and launches it.
+#ifndef SAMPLER_KERNELS_CATEGORICAL_LANE_GROUPS_H_
+#define SAMPLER_KERNELS_CATEGORICAL_LANE_GROUPS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "sampler/kernels/cuda/categorical.h"
+
+namespace sampler::kernels::cuda {
+
+// The largest K the kernel takes.
+inline constexpr int64_t kLaneGroupsMaxCategories = 256;
+
+// Lanes a row (1, 2, 4 or 8 for K up to 32, 64, 128, 256): every member
+// owns at least one chunk (8 weights, 4 for groups of 8) of every block of
+// 32.
+inline constexpr int LaneGroupLanes(int64_t categories) {
+  return categories <= 32    ? 1
+         : categories <= 64  ? 2
+         : categories <= 128 ? 4
+                             : 8;
+}
+
+// The fewest draws a row for which a batch stages its draws in shared
+// memory and writes them out together (CategoricalPlan::lane_groups_staged;
+// the staged instances hold 64 registers, 8 blocks an SM, against 48 and
+// 10). Session 8's mid-call run measured the unstaged kernel only (D = 4:
+// 53.1/64.0/53.7/60.4/55.1% of copy at K = 32/64/100/128/256; D = 32:
+// 11.9/26.2/35.9/40.6/49.3%): raise this if staging loses at D = 4.
+inline constexpr int32_t kLaneGroupsStageFromDraws = 2;
+
+// Dynamic shared memory of one warp for rows of K values of `value_bytes`
+// bytes: one round's rows (32 / group lanes) at an odd row stride, then
+// an odd number of uint64 running totals per row, one per chunk, then
+// (`staged`: some row has several draws) an odd number of int32 draws per
+// row. A block holds 4 of these.
+size_t LaneGroupsWarpSmemBytes(int64_t categories, size_t value_bytes,
+                               bool staged);
+
+// Queues the kernel for plan.tasks warps (32 lane-aligned rows each,
+// numbered by task_begin as for kLanes, the segments ordered by
+// LaneGroupLanes) on `stream`, one launch per group size present
+// (plan.lane_group_ends), with plan.smem_warp_elems[0] eight-byte units of
+// shared memory a warp.
+template <typename T>
+absl::Status LaunchCategoricalLaneGroups(const CategoricalPlan& plan,
+                                         const CategoricalSegment* segments,
+                                         const T* values, int32_t* out,
+                                         cudaStream_t stream);
+
+extern template absl::Status LaunchCategoricalLaneGroups<float>(
+    const CategoricalPlan&, const CategoricalSegment*, const float*, int32_t*,
+    cudaStream_t);
+extern template absl::Status LaunchCategoricalLaneGroups<double>(
+    const CategoricalPlan&, const CategoricalSegment*, const double*, int32_t*,
+    cudaStream_t);
+
+}  // namespace sampler::kernels::cuda
+
+#endif  // SAMPLER_KERNELS_CATEGORICAL_LANE_GROUPS_H_
