@@ -138,16 +138,19 @@ if want plan; then
 fi
 
 # Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor,
-# the CPU backend and the CUDA backend with each way of waiting for the GPU
-# (--gpu_wait auto, yield, block). (Session 6 measured
-# --run_small_batches_inline=false and --cpu_below_items=257 here: no gain;
-# bench/results/floor-h100-session6-2026-11-26.md.) About 2 minutes.
+# the CPU backend and the CUDA backend with small batches run on the gRPC
+# thread that closed them (--gpu_inline_below_items, the default: `cuda`)
+# against the hand-off to a stream's worker (`cuda_handoff`, =0), and the
+# former with its thread sleeping in the GPU wait (`cuda_block`). (Session 6
+# measured --run_small_batches_inline=false and --cpu_below_items=257 here,
+# session 7 --gpu_wait=yield and block with the hand-off: no gain;
+# bench/results/floor-h100-session{6,7}-2026-11-26.md.) About 2 minutes.
 if want small; then
   SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
     H2LOAD_THREADS=4 ROUNDS=2 DURATION=4 ./small_rounds.sh . "$work/small" \
     floor=./floor-server cpu=./sampler-server:--backend=cpu,--metrics_listen= \
     cuda=./sampler-server:--backend=cuda,--metrics_listen= \
-    cuda_yield=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_wait=yield \
+    cuda_handoff=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=0 \
     cuda_block=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_wait=block \
     > "$work/small.log" 2>&1
   summary "small requests: rc=$? $(tail -11 "$work/small.log" | tr '\n' ';')"

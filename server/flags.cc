@@ -199,6 +199,8 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
            AtLeast("--gpu_pool_release_threshold_bytes",
                    f.gpu_pool_release_threshold_bytes, 0),
            AtLeast("--cpu_below_items", f.cpu_below_items, 0, " (0: off)"),
+           AtLeast("--gpu_inline_below_items", f.gpu_inline_below_items, 0,
+                   " (0: off)"),
            Duration("--drain_delay", f.drain_delay, true),
            Duration("--shutdown_grace", f.shutdown_grace, true),
            InRange("--max_concurrent_streams", f.max_concurrent_streams, 1,

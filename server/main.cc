@@ -77,7 +77,8 @@ ABSL_FLAG(bool, close_batch_when_idle, true,
 ABSL_FLAG(bool, run_small_batches_inline, true,
           "CPU backend: a batch of under about 0.1 ms of work that closes "
           "when its request arrives runs on that request's gRPC thread (no "
-          "hand-off to a worker thread)");
+          "hand-off to a worker thread); CUDA backend: see "
+          "--gpu_inline_below_items");
 ABSL_FLAG(int64_t, max_queued_items, int64_t{1} << 26,
           "Work items waiting in all queues together; beyond this new "
           "requests get RESOURCE_EXHAUSTED");
@@ -107,6 +108,11 @@ ABSL_FLAG(std::string, gpu_wait, "auto",
           "CUDA backend: how a worker waits for its GPU: auto (CUDA's "
           "choice: spin while the host has more cores than GPU contexts), "
           "spin, yield or block (sleep until the GPU is done)");
+ABSL_FLAG(int64_t, gpu_inline_below_items, 16384,
+          "CUDA backend: a batch of fewer work items than this that closes "
+          "when its request arrives runs on that request's gRPC thread when "
+          "its GPU has nothing queued and a stream free (no hand-off to the "
+          "stream's worker thread; needs --run_small_batches_inline); 0: off");
 ABSL_FLAG(int64_t, cpu_below_items, 0,
           "CUDA backend: batches of fewer work items than this run on the "
           "CPU in the same process (0: off); same bits for every sampling "
@@ -190,6 +196,7 @@ ServerFlags FlagValues() {
       absl::GetFlag(FLAGS_gpu_pool_release_threshold_bytes);
   f.cpu_below_items = absl::GetFlag(FLAGS_cpu_below_items);
   f.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
+  f.gpu_inline_below_items = absl::GetFlag(FLAGS_gpu_inline_below_items);
   f.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   f.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   f.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -260,6 +267,8 @@ int Run(ShutdownWatchdog& watchdog) {
       absl::GetFlag(FLAGS_gpu_pool_release_threshold_bytes);
   backend_options.cpu_below_items = absl::GetFlag(FLAGS_cpu_below_items);
   backend_options.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
+  backend_options.gpu_inline_below_items =
+      absl::GetFlag(FLAGS_gpu_inline_below_items);
   absl::StatusOr<std::unique_ptr<Backend>> backend =
       CreateBackend(backend_options);
   if (!backend.ok()) {
