@@ -88,6 +88,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
         absl::StrCat("streams per device = ", options.streams_per_device,
                      ": must be between 1 and 64"));
   }
+  if (options.eager_batches < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eager batches = ", options.eager_batches, ": must be at least 1"));
+  }
   SAMPLER_ASSIGN_OR_RETURN(const std::vector<int> indices,
                            SelectDevices(options.devices, VisibleDevices()));
   const std::set<int> fail_for_tests = GpusToFailForTests();
@@ -162,6 +166,8 @@ BackendInfo CudaBackend::Info() const {
 }
 
 int CudaBackend::Capacity() const { return static_cast<int>(workers_.size()); }
+
+int CudaBackend::EagerBatches() const { return options_.eager_batches; }
 
 void CudaBackend::Submit(int64_t items, Task task, BatchDone done) {
   Pending pending{std::move(task), std::move(done)};

@@ -59,6 +59,14 @@ struct CudaBackendOptions {
   // on the thread that read them. That thread is busy for the batch's
   // round trip meanwhile (about 0.1 ms for a small one). 0: off.
   int64_t inline_below_items = 16384;
+  // Batches of a kind that may execute at once before a batcher holds its
+  // next batch back so that it grows (Backend::EagerBatches; the batchers
+  // clamp it to Capacity()). 1: one batch at a time grows the next one
+  // (fewer launches under load); more: while a stream is free, a request
+  // closes its batch at once, so that with inline_below_items small
+  // requests run on their own gRPC threads as on the CPU backend, at a GPU
+  // round trip each.
+  int eager_batches = 1;
   std::string reason;
 };
 
@@ -73,6 +81,7 @@ class CudaBackend : public Backend {
 
   BackendInfo Info() const override;
   int Capacity() const override;
+  int EagerBatches() const override;
   void Run(AnyBatch batch, BatchDone done) override;
   // A batch under options.inline_below_items runs on the calling thread
   // when dispatch gives it a free stream (DeviceDispatch::TryClaim).

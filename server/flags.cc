@@ -201,6 +201,8 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
            AtLeast("--cpu_below_items", f.cpu_below_items, 0, " (0: off)"),
            AtLeast("--gpu_inline_below_items", f.gpu_inline_below_items, 0,
                    " (0: off)"),
+           InRange("--gpu_eager_batches", f.gpu_eager_batches, 1,
+                   kMaxStreamsPerGpu),
            Duration("--drain_delay", f.drain_delay, true),
            Duration("--shutdown_grace", f.shutdown_grace, true),
            InRange("--max_concurrent_streams", f.max_concurrent_streams, 1,

@@ -113,6 +113,12 @@ ABSL_FLAG(int64_t, gpu_inline_below_items, 16384,
           "when its request arrives runs on that request's gRPC thread when "
           "its GPU has nothing queued and a stream free (no hand-off to the "
           "stream's worker thread; needs --run_small_batches_inline); 0: off");
+ABSL_FLAG(int32_t, gpu_eager_batches, 1,
+          "CUDA backend: batches of a kind that may run at once before the "
+          "next one is held back to grow (at most --streams_per_gpu times "
+          "the GPUs); above 1, small requests close their batch at once "
+          "while a stream is free (with --gpu_inline_below_items: on their "
+          "own gRPC thread)");
 ABSL_FLAG(int64_t, cpu_below_items, 0,
           "CUDA backend: batches of fewer work items than this run on the "
           "CPU in the same process (0: off); same bits for every sampling "
@@ -197,6 +203,7 @@ ServerFlags FlagValues() {
   f.cpu_below_items = absl::GetFlag(FLAGS_cpu_below_items);
   f.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
   f.gpu_inline_below_items = absl::GetFlag(FLAGS_gpu_inline_below_items);
+  f.gpu_eager_batches = absl::GetFlag(FLAGS_gpu_eager_batches);
   f.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   f.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   f.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -269,6 +276,7 @@ int Run(ShutdownWatchdog& watchdog) {
   backend_options.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
   backend_options.gpu_inline_below_items =
       absl::GetFlag(FLAGS_gpu_inline_below_items);
+  backend_options.gpu_eager_batches = absl::GetFlag(FLAGS_gpu_eager_batches);
   absl::StatusOr<std::unique_ptr<Backend>> backend =
       CreateBackend(backend_options);
   if (!backend.ok()) {
