@@ -137,24 +137,26 @@ if want plan; then
   summary "enumerate small request host steps: rc=$? $(tr '\n' ';' < "$work/host_steps.log")"
 fi
 
-# Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor,
-# the CPU backend and the CUDA backend with small batches run on the gRPC
-# thread that closed them (--gpu_inline_below_items, the default: `cuda`)
-# against the hand-off to a stream's worker (`cuda_handoff`, =0), and with
-# 2 or 4 batches of a kind closed at once while streams are free
-# (--gpu_eager_batches: `cuda_eager2`, `cuda_eager4`), so that more small
-# requests run on their own gRPC threads. (Session 6 measured
-# --run_small_batches_inline=false and --cpu_below_items=257 here, session 7
-# --gpu_wait=yield and block with the hand-off: no gain;
-# bench/results/floor-h100-session{6,7}-2026-11-26.md.) About 2.5 minutes.
+# Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor
+# and the CUDA backend with small batches run on the gRPC thread that
+# closed them (--gpu_inline_below_items, the default: `cuda`) against the
+# hand-off to a stream's worker (`cuda_handoff`, =0); with 2 or 4 batches of
+# a kind closed at once while streams are free (--gpu_eager_batches:
+# `cuda_eager2`, `cuda_eager4`), so that more small requests run on their
+# own gRPC threads; and without gRPC's max-age filter in every call
+# (`cuda_noage`, --max_connection_age=inf). The CPU backend is in the floor
+# part. (Session 6 measured --run_small_batches_inline=false and
+# --cpu_below_items=257 here, session 7 --gpu_wait=yield and block with the
+# hand-off: no gain; bench/results/floor-h100-session{6,7}-2026-11-26.md.)
+# About 2.5 minutes.
 if want small; then
   SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
     H2LOAD_THREADS=4 ROUNDS=2 DURATION=4 ./small_rounds.sh . "$work/small" \
-    floor=./floor-server cpu=./sampler-server:--backend=cpu,--metrics_listen= \
-    cuda=./sampler-server:--backend=cuda,--metrics_listen= \
+    floor=./floor-server cuda=./sampler-server:--backend=cuda,--metrics_listen= \
     cuda_handoff=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=0 \
     cuda_eager2=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_eager_batches=2 \
     cuda_eager4=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_eager_batches=4 \
+    cuda_noage=./sampler-server:--backend=cuda,--metrics_listen=,--max_connection_age=inf \
     > "$work/small.log" 2>&1
   summary "small requests: rc=$? $(tail -13 "$work/small.log" | tr '\n' ';')"
 fi
