@@ -217,13 +217,21 @@ void CudaBackend::WorkerLoop(int position) {
   }
 }
 
+namespace {
+// Set while a batch runs through RunHere on this thread, its done calls
+// included: a batch those submit (a stream's next chunk) goes to a worker,
+// so that runs do not nest (as the CPU backend's, cpu_executor.cc).
+thread_local bool running_here = false;
+}  // namespace
+
 bool CudaBackend::RunHere(AnyBatch& batch, BatchDone& done) {
   const int64_t items =
       std::visit([](const auto& b) { return b.items; }, batch);
-  if (items >= options_.inline_below_items) return false;
+  if (running_here || items >= options_.inline_below_items) return false;
   const std::optional<DeviceDispatch<Pending>::Claim> claim =
       dispatch_.TryClaim(items);
   if (!claim.has_value()) return false;
+  running_here = true;
   // Runtime calls from this thread go to the claimed slot's GPU (selected
   // for every batch: a gRPC thread may serve batches of several GPUs).
   const int device = devices_[claim->device]->info.index;
@@ -238,6 +246,7 @@ bool CudaBackend::RunHere(AnyBatch& batch, BatchDone& done) {
   // Nothing of this object is touched after `done`: the batcher may be
   // destroyed once its last batch has reported, and the backend after it.
   done(std::move(result));
+  running_here = false;
   return true;
 }
 

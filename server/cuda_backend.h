@@ -84,7 +84,8 @@ class CudaBackend : public Backend {
   int EagerBatches() const override;
   void Run(AnyBatch batch, BatchDone done) override;
   // A batch under options.inline_below_items runs on the calling thread
-  // when dispatch gives it a free stream (DeviceDispatch::TryClaim).
+  // when dispatch gives it a free stream (DeviceDispatch::TryClaim); not
+  // one submitted from the done of a batch running here (no nesting).
   bool RunHere(AnyBatch& batch, BatchDone& done) override;
   std::vector<PoolBytes> PoolUsage() const override;
 
