@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
   | tee "$work/gpu.txt"
 date -u +%Y-%m-%dT%H:%M:%SZ > "$work/date.txt"
 
-want tests && for t in boards categorical enumerate gamma multi_device; do
+want tests && for t in boards categorical enumerate gamma multi_device cuda_backend; do
   ./${t}_gpu_test > "$work/${t}_gpu_test.log" 2>&1
   summary "$t GPU tests: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' \
     "$work/${t}_gpu_test.log" | tr '\n' ' ')"
