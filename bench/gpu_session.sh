@@ -138,27 +138,26 @@ if want plan; then
 fi
 
 # Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor
-# and the CUDA backend with small batches run on the gRPC thread that
-# closed them (--gpu_inline_below_items, the default: `cuda`) against the
-# hand-off to a stream's worker (`cuda_handoff`, =0); with 2 or 4 batches of
-# a kind closed at once while streams are free (--gpu_eager_batches:
-# `cuda_eager2`, `cuda_eager4`), so that more small requests run on their
-# own gRPC threads; and without gRPC's max-age filter in every call
+# and the CUDA backend as it starts by default (`cuda`: batches handed to a
+# stream's worker), with small batches run on the gRPC thread that closed
+# them (--gpu_inline_below_items: `cuda_inline` at 16384 items, faster at
+# 64 x 1 and slower at 16 x 16 in session 8's first run; `cuda_inline512`,
+# lone requests only), and without gRPC's max-age filter in every call
 # (`cuda_noage`, --max_connection_age=inf). The CPU backend is in the floor
 # part. (Session 6 measured --run_small_batches_inline=false and
-# --cpu_below_items=257 here, session 7 --gpu_wait=yield and block with the
-# hand-off: no gain; bench/results/floor-h100-session{6,7}-2026-11-26.md.)
-# About 2.5 minutes.
+# --cpu_below_items=257 here, session 7 --gpu_wait=yield and block, session
+# 8 --gpu_eager_batches=2 and 4: no gain;
+# bench/results/floor-h100-session{6,7}-2026-11-26.md,
+# cuda-inline-h100-session8-2026-11-26.md.) About 2 minutes.
 if want small; then
   SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
     H2LOAD_THREADS=4 ROUNDS=2 DURATION=4 ./small_rounds.sh . "$work/small" \
     floor=./floor-server cuda=./sampler-server:--backend=cuda,--metrics_listen= \
-    cuda_handoff=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=0 \
-    cuda_eager2=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_eager_batches=2 \
-    cuda_eager4=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_eager_batches=4 \
+    cuda_inline=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=16384 \
+    cuda_inline512=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=512 \
     cuda_noage=./sampler-server:--backend=cuda,--metrics_listen=,--max_connection_age=inf \
     > "$work/small.log" 2>&1
-  summary "small requests: rc=$? $(tail -13 "$work/small.log" | tr '\n' ';')"
+  summary "small requests: rc=$? $(tail -11 "$work/small.log" | tr '\n' ';')"
 fi
 
 # The 16 MB upload (issue 13 item 3) in interleaved rounds, with where the

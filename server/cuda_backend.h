@@ -57,15 +57,20 @@ struct CudaBackendOptions {
   // and a stream free (RunHere): no hand-off to that stream's worker (its
   // wake-up and sleep, two context switches a batch), and the calls finish
   // on the thread that read them. That thread is busy for the batch's
-  // round trip meanwhile (about 0.1 ms for a small one). 0: off.
-  int64_t inline_below_items = 16384;
+  // round trip meanwhile (about 0.1 ms for a small one). 0: off, the
+  // default: on an H100 host 16384 took 64 x 1 small requests from 0.82 to
+  // 0.86 of the floor (4.08 -> 2.99 context switches a call) but 16 x 16
+  // from 0.91 to 0.83 (batches of 17.9 requests instead of 23.8;
+  // bench/results/cuda-inline-h100-session8-2026-11-26.md).
+  int64_t inline_below_items = 0;
   // Batches of a kind that may execute at once before a batcher holds its
   // next batch back so that it grows (Backend::EagerBatches; the batchers
   // clamp it to Capacity()). 1: one batch at a time grows the next one
   // (fewer launches under load); more: while a stream is free, a request
   // closes its batch at once, so that with inline_below_items small
   // requests run on their own gRPC threads as on the CPU backend, at a GPU
-  // round trip each.
+  // round trip each. Measured there with 16384 inline: 2 and 4 no better
+  // at 64 x 1 (0.86, 0.85) and worse at 16 x 16 (0.82, 0.71); so 1.
   int eager_batches = 1;
   std::string reason;
 };

@@ -108,7 +108,7 @@ ABSL_FLAG(std::string, gpu_wait, "auto",
           "CUDA backend: how a worker waits for its GPU: auto (CUDA's "
           "choice: spin while the host has more cores than GPU contexts), "
           "spin, yield or block (sleep until the GPU is done)");
-ABSL_FLAG(int64_t, gpu_inline_below_items, 16384,
+ABSL_FLAG(int64_t, gpu_inline_below_items, 0,
           "CUDA backend: a batch of fewer work items than this that closes "
           "when its request arrives runs on that request's gRPC thread when "
           "its GPU has nothing queued and a stream free (no hand-off to the "

@@ -136,8 +136,13 @@ TEST(CudaBackendRunHereTest, RunsOnTheCallingThreadWithTheWorkersBits) {
 TEST(CudaBackendRunHereTest, DeclinesLargeBatchesWhenOffAndWhenNested) {
   std::unique_ptr<CudaBackend> backend = MakeBackend(1000);
   ASSERT_NE(backend, nullptr);
+  // The jobs' outputs live in their cases: kept until the end.
+  const std::vector<GammaCase> large_case = {Gamma(1000, 3)};
+  const std::vector<GammaCase> small_case = {Gamma(100, 4)};
+  const std::vector<GammaCase> next_case = {Gamma(10, 5)};
+  const std::vector<GammaCase> tiny_case = {Gamma(2, 6)};
   // At the threshold: declined, batch and done left to the caller.
-  AnyBatch large = BatchOf({Gamma(1000, 3)});
+  AnyBatch large = BatchOf(large_case);
   DoneWaiter large_waiter;
   BatchDone large_done = large_waiter.Callback();
   EXPECT_FALSE(backend->RunHere(large, large_done));
@@ -148,20 +153,22 @@ TEST(CudaBackendRunHereTest, DeclinesLargeBatchesWhenOffAndWhenNested) {
 
   // A batch submitted from a here-run's done goes to a worker.
   bool nested_declined = false;
-  AnyBatch small = BatchOf({Gamma(100, 4)});
+  AnyBatch small = BatchOf(small_case);
   BatchDone done = [&](BatchResult result) {
     EXPECT_TRUE(result.status.ok()) << result.status;
-    AnyBatch next = BatchOf({Gamma(10, 5)});
+    AnyBatch next = BatchOf(next_case);
     BatchDone next_done = [](BatchResult) {};
     nested_declined = !backend->RunHere(next, next_done);
   };
   ASSERT_TRUE(backend->RunHere(small, done));
   EXPECT_TRUE(nested_declined);
+  EXPECT_EQ(*large_case[0].out, CpuBits(*large_case[0].job));
+  EXPECT_EQ(*small_case[0].out, CpuBits(*small_case[0].job));
 
   // Off (0): every batch declined.
   std::unique_ptr<CudaBackend> off = MakeBackend(0);
   ASSERT_NE(off, nullptr);
-  AnyBatch tiny = BatchOf({Gamma(2, 6)});
+  AnyBatch tiny = BatchOf(tiny_case);
   BatchDone tiny_done = [](BatchResult) { ADD_FAILURE() << "ran"; };
   EXPECT_FALSE(off->RunHere(tiny, tiny_done));
   ASSERT_TRUE(tiny_done);
