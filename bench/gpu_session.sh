@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
   | tee "$work/gpu.txt"
 date -u +%Y-%m-%dT%H:%M:%SZ > "$work/date.txt"
 
-want tests && for t in boards categorical enumerate gamma multi_device; do
+want tests && for t in boards categorical enumerate gamma multi_device cuda_backend; do
   ./${t}_gpu_test > "$work/${t}_gpu_test.log" 2>&1
   summary "$t GPU tests: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' \
     "$work/${t}_gpu_test.log" | tr '\n' ' ')"
@@ -137,18 +137,25 @@ if want plan; then
   summary "enumerate small request host steps: rc=$? $(tr '\n' ';' < "$work/host_steps.log")"
 fi
 
-# Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor,
-# the CPU backend and the CUDA backend with each way of waiting for the GPU
-# (--gpu_wait auto, yield, block). (Session 6 measured
-# --run_small_batches_inline=false and --cpu_below_items=257 here: no gain;
-# bench/results/floor-h100-session6-2026-11-26.md.) About 2 minutes.
+# Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor
+# and the CUDA backend as it starts by default (`cuda`: batches handed to a
+# stream's worker), with small batches run on the gRPC thread that closed
+# them (--gpu_inline_below_items: `cuda_inline` at 16384 items, faster at
+# 64 x 1 and slower at 16 x 16 in session 8's first run; `cuda_inline512`,
+# lone requests only), and without gRPC's max-age filter in every call
+# (`cuda_noage`, --max_connection_age=inf). The CPU backend is in the floor
+# part. (Session 6 measured --run_small_batches_inline=false and
+# --cpu_below_items=257 here, session 7 --gpu_wait=yield and block, session
+# 8 --gpu_eager_batches=2 and 4: no gain;
+# bench/results/floor-h100-session{6,7}-2026-11-26.md,
+# cuda-inline-h100-session8-2026-11-26.md.) About 2 minutes.
 if want small; then
   SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
     H2LOAD_THREADS=4 ROUNDS=2 DURATION=4 ./small_rounds.sh . "$work/small" \
-    floor=./floor-server cpu=./sampler-server:--backend=cpu,--metrics_listen= \
-    cuda=./sampler-server:--backend=cuda,--metrics_listen= \
-    cuda_yield=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_wait=yield \
-    cuda_block=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_wait=block \
+    floor=./floor-server cuda=./sampler-server:--backend=cuda,--metrics_listen= \
+    cuda_inline=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=16384 \
+    cuda_inline512=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=512 \
+    cuda_noage=./sampler-server:--backend=cuda,--metrics_listen=,--max_connection_age=inf \
     > "$work/small.log" 2>&1
   summary "small requests: rc=$? $(tail -11 "$work/small.log" | tr '\n' ';')"
 fi

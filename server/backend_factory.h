@@ -26,6 +26,12 @@ struct BackendOptions {
   int64_t gpu_pool_release_threshold_bytes = int64_t{1} << 30;
   // How a CUDA worker waits for its stream (CudaBackendOptions::wait).
   std::string gpu_wait = "auto";
+  // CUDA batches of fewer work items than this may run on the thread that
+  // closed them (CudaBackendOptions::inline_below_items); 0: never.
+  int64_t gpu_inline_below_items = 0;
+  // CUDA batches of a kind run at once before the next is held back to
+  // grow (CudaBackendOptions::eager_batches).
+  int gpu_eager_batches = 1;
   // With the CUDA backend: batches of fewer work items than this (all kinds
   // but Enumerate) run on a CPU backend of cpu_threads beside it
   // (small_on_cpu.h); 0: none. No effect on the CPU backend.

@@ -78,7 +78,8 @@ CudaBackend::CudaBackend(CudaBackendOptions options,
     : options_(std::move(options)),
       devices_(std::move(devices)),
       listed_(std::move(listed)),
-      dispatch_(static_cast<int>(devices_.size())) {}
+      dispatch_(static_cast<int>(devices_.size()),
+                options_.streams_per_device) {}
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     CudaBackendOptions options) {
@@ -86,6 +87,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("streams per device = ", options.streams_per_device,
                      ": must be between 1 and 64"));
+  }
+  if (options.eager_batches < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eager batches = ", options.eager_batches, ": must be at least 1"));
   }
   SAMPLER_ASSIGN_OR_RETURN(const std::vector<int> indices,
                            SelectDevices(options.devices, VisibleDevices()));
@@ -136,19 +141,20 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
       new CudaBackend(std::move(options), std::move(started.serving),
                       std::move(started.listed)));
   for (size_t d = 0; d < backend->devices_.size(); ++d) {
-    for (auto& slot : backend->devices_[d]->slots) {
-      backend->workers_.emplace_back([b = backend.get(),
-                                      p = static_cast<int>(d),
-                                      s = slot.get()] { b->WorkerLoop(p, s); });
+    for (size_t s = 0; s < backend->devices_[d]->slots.size(); ++s) {
+      backend->workers_.emplace_back(
+          [b = backend.get(), p = static_cast<int>(d)] { b->WorkerLoop(p); });
     }
   }
   return backend;
 }
 
 CudaBackend::~CudaBackend() {
-  // Workers finish what is queued, then stop.
+  // Workers finish what is queued, then stop; a batch still running on a
+  // caller's thread (RunHere) ends before its slot goes away.
   dispatch_.Stop();
   for (std::thread& worker : workers_) worker.join();
+  dispatch_.AwaitClaimsReleased();
 }
 
 BackendInfo CudaBackend::Info() const {
@@ -161,6 +167,8 @@ BackendInfo CudaBackend::Info() const {
 
 int CudaBackend::Capacity() const { return static_cast<int>(workers_.size()); }
 
+int CudaBackend::EagerBatches() const { return options_.eager_batches; }
+
 void CudaBackend::Submit(int64_t items, Task task, BatchDone done) {
   Pending pending{std::move(task), std::move(done)};
   if (!dispatch_.Submit(items, pending).has_value()) {
@@ -170,35 +178,76 @@ void CudaBackend::Submit(int64_t items, Task task, BatchDone done) {
   }
 }
 
-void CudaBackend::WorkerLoop(int position, CudaSlot* slot) {
-  // Runtime calls from this thread go to this slot's GPU. Should selecting
+BatchResult CudaBackend::RunOnSlot(int position, int slot,
+                                   const absl::Status& selected,
+                                   const Task& execute) {
+  CudaSlot& on = *devices_[position]->slots[slot];
+  absl::StatusOr<double> seconds =
+      selected.ok() ? execute(on) : absl::StatusOr<double>(selected);
+  if (!seconds.ok()) {
+    // Leave the stream clean for the next batch: whatever was queued for
+    // the failed one must finish (or fail) before the slot is reused.
+    cudaStreamSynchronize(on.stream.get());
+    cudaGetLastError();
+  }
+  BatchResult result;
+  result.status = seconds.status();
+  result.device = std::to_string(on.device());
+  result.device_seconds = seconds.ok() ? *seconds : 0;
+  return result;
+}
+
+void CudaBackend::WorkerLoop(int position) {
+  // Runtime calls from this thread go to this worker's GPU. Should selecting
   // it fail, every batch this worker takes fails with that error: running
   // them on whatever device is current would mix GPUs and pools.
+  const int device = devices_[position]->info.index;
   const absl::Status selected = kernels::cuda::ToStatus(
-      cudaSetDevice(slot->device()), "cudaSetDevice", __FILE__, __LINE__);
+      cudaSetDevice(device), "cudaSetDevice", __FILE__, __LINE__);
   if (!selected.ok()) {
-    std::fprintf(stderr, "sampler-server: GPU %d worker: %s\n", slot->device(),
+    std::fprintf(stderr, "sampler-server: GPU %d worker: %s\n", device,
                  std::string(selected.message()).c_str());
   }
-  const std::string name = std::to_string(slot->device());
   while (std::optional<DeviceDispatch<Pending>::Taken> taken =
              dispatch_.Take(position)) {
-    absl::StatusOr<double> seconds = selected.ok()
-                                         ? taken->work.task(*slot)
-                                         : absl::StatusOr<double>(selected);
-    if (!seconds.ok()) {
-      // Leave the stream clean for the next batch: whatever was queued for
-      // the failed one must finish (or fail) before the slot is reused.
-      cudaStreamSynchronize(slot->stream.get());
-      cudaGetLastError();
-    }
-    dispatch_.Release(position, taken->items);
-    BatchResult result;
-    result.status = seconds.status();
-    result.device = name;
-    result.device_seconds = seconds.ok() ? *seconds : 0;
+    BatchResult result =
+        RunOnSlot(position, taken->slot, selected, taken->work.task);
+    dispatch_.Release(position, taken->slot, taken->items);
     taken->work.done(std::move(result));
   }
+}
+
+namespace {
+// Set while a batch runs through RunHere on this thread, its done calls
+// included: a batch those submit (a stream's next chunk) goes to a worker,
+// so that runs do not nest (as the CPU backend's, cpu_executor.cc).
+thread_local bool running_here = false;
+}  // namespace
+
+bool CudaBackend::RunHere(AnyBatch& batch, BatchDone& done) {
+  const int64_t items =
+      std::visit([](const auto& b) { return b.items; }, batch);
+  if (running_here || items >= options_.inline_below_items) return false;
+  const std::optional<DeviceDispatch<Pending>::Claim> claim =
+      dispatch_.TryClaim(items);
+  if (!claim.has_value()) return false;
+  running_here = true;
+  // Runtime calls from this thread go to the claimed slot's GPU (selected
+  // for every batch: a gRPC thread may serve batches of several GPUs).
+  const int device = devices_[claim->device]->info.index;
+  const absl::Status selected = kernels::cuda::ToStatus(
+      cudaSetDevice(device), "cudaSetDevice", __FILE__, __LINE__);
+  BatchResult result =
+      RunOnSlot(claim->device, claim->slot, selected, [&batch](CudaSlot& slot) {
+        return std::visit([&slot](auto& b) { return ExecuteOnGpu(b, slot); },
+                          batch);
+      });
+  dispatch_.Release(claim->device, claim->slot, items, /*claimed=*/true);
+  // Nothing of this object is touched after `done`: the batcher may be
+  // destroyed once its last batch has reported, and the backend after it.
+  done(std::move(result));
+  running_here = false;
+  return true;
 }
 
 std::vector<Backend::PoolBytes> CudaBackend::PoolUsage() const {

@@ -6,6 +6,10 @@
 // packs it into staging, allocates device memory from the pool, copies in,
 // launches one segmented kernel for the whole batch, copies out, frees,
 // records events and waits for them, then hands each job its slice.
+// A small batch closed on a request's gRPC thread skips the worker: it runs
+// the same way on that thread when its GPU has nothing queued and a stream
+// free (RunHere, --gpu_inline_below_items; each stream's slot is held by
+// one batch at a time, whoever runs it: DeviceDispatch's slots).
 // A failed allocation fails that batch with RESOURCE_EXHAUSTED; the backend
 // goes on serving. The choice of GPU and the queues are DeviceDispatch
 // (device_dispatch.h); a GPU that cannot be initialised is logged and listed
@@ -24,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/backend.h"
 #include "server/cuda_slot.h"
@@ -47,6 +52,26 @@ struct CudaBackendOptions {
   // floor-h100-session7-2026-11-26.md, small requests): auto 0.87 / 0.96 of
   // the floor, yield 0.75 / 0.82, block 0.75 / 0.86; so auto stays.
   std::string wait = "auto";
+  // A batch of fewer work items than this that a batcher closes on a
+  // request's gRPC thread runs right there when its GPU has nothing queued
+  // and a stream free (RunHere): no hand-off to that stream's worker (its
+  // wake-up and sleep, two context switches a batch), and the calls finish
+  // on the thread that read them. That thread is busy for the batch's
+  // round trip meanwhile (about 0.1 ms for a small one). 0: off, the
+  // default: on an H100 host 16384 took 64 x 1 small requests from 0.82 to
+  // 0.86 of the floor (4.08 -> 2.99 context switches a call) but 16 x 16
+  // from 0.91 to 0.83 (batches of 17.9 requests instead of 23.8;
+  // bench/results/cuda-inline-h100-session8-2026-11-26.md).
+  int64_t inline_below_items = 0;
+  // Batches of a kind that may execute at once before a batcher holds its
+  // next batch back so that it grows (Backend::EagerBatches; the batchers
+  // clamp it to Capacity()). 1: one batch at a time grows the next one
+  // (fewer launches under load); more: while a stream is free, a request
+  // closes its batch at once, so that with inline_below_items small
+  // requests run on their own gRPC threads as on the CPU backend, at a GPU
+  // round trip each. Measured there with 16384 inline: 2 and 4 no better
+  // at 64 x 1 (0.86, 0.85) and worse at 16 x 16 (0.82, 0.71); so 1.
+  int eager_batches = 1;
   std::string reason;
 };
 
@@ -61,7 +86,12 @@ class CudaBackend : public Backend {
 
   BackendInfo Info() const override;
   int Capacity() const override;
+  int EagerBatches() const override;
   void Run(AnyBatch batch, BatchDone done) override;
+  // A batch under options.inline_below_items runs on the calling thread
+  // when dispatch gives it a free stream (DeviceDispatch::TryClaim); not
+  // one submitted from the done of a batch running here (no nesting).
+  bool RunHere(AnyBatch& batch, BatchDone& done) override;
   std::vector<PoolBytes> PoolUsage() const override;
 
  private:
@@ -77,8 +107,14 @@ class CudaBackend : public Backend {
               std::vector<std::unique_ptr<Device>> devices,
               std::vector<DeviceInfo> listed);
   void Submit(int64_t items, Task task, BatchDone done);
-  // Serves the queue of devices_[position] on one of its slots.
-  void WorkerLoop(int position, CudaSlot* slot);
+  // Serves the queue of devices_[position], each batch on the slot it takes
+  // with it.
+  void WorkerLoop(int position);
+  // Runs a batch on `slot` of devices_[position] with `execute` (unless
+  // selecting that GPU on this thread failed: `selected`) and says how it
+  // went, leaving the stream clean after a failure.
+  BatchResult RunOnSlot(int position, int slot, const absl::Status& selected,
+                        const Task& execute);
 
   const CudaBackendOptions options_;
   // The GPUs that serve; DeviceDispatch positions index this.

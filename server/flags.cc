@@ -38,7 +38,10 @@ absl::Status InRange(absl::string_view flag, int64_t value, int64_t least,
 }
 
 absl::Status Duration(absl::string_view flag, absl::Duration value,
-                      bool allow_zero) {
+                      bool allow_zero, bool allow_infinite = false) {
+  if (allow_infinite && value == absl::InfiniteDuration()) {
+    return absl::OkStatus();
+  }
   if (value == absl::InfiniteDuration() || value == -absl::InfiniteDuration()) {
     return Bad(flag, absl::FormatDuration(value), ": must be finite");
   }
@@ -201,11 +204,16 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
            AtLeast("--gpu_pool_release_threshold_bytes",
                    f.gpu_pool_release_threshold_bytes, 0),
            AtLeast("--cpu_below_items", f.cpu_below_items, 0, " (0: off)"),
+           AtLeast("--gpu_inline_below_items", f.gpu_inline_below_items, 0,
+                   " (0: off)"),
+           InRange("--gpu_eager_batches", f.gpu_eager_batches, 1,
+                   kMaxStreamsPerGpu),
            Duration("--drain_delay", f.drain_delay, true),
            Duration("--shutdown_grace", f.shutdown_grace, true),
            InRange("--max_concurrent_streams", f.max_concurrent_streams, 1,
                    std::numeric_limits<int32_t>::max()),
-           Duration("--max_connection_age", f.max_connection_age, false),
+           Duration("--max_connection_age", f.max_connection_age, false,
+                    /*allow_infinite=*/true),
            Duration("--max_connection_age_grace", f.max_connection_age_grace,
                     false),
            Duration("--handshake_timeout", f.handshake_timeout, false),

@@ -53,6 +53,8 @@ struct ServerFlags {
   int64_t gpu_pool_release_threshold_bytes = 0;
   int64_t cpu_below_items = 0;
   std::string gpu_wait;
+  int64_t gpu_inline_below_items = 0;
+  int64_t gpu_eager_batches = 0;
   absl::Duration drain_delay;
   absl::Duration shutdown_grace;
   // Transport bounds (issue 9 item 2).

@@ -11,6 +11,7 @@ bundle_runtime=${BUNDLE_RUNTIME:-$root/../shared/tools/bundle-runtime}
   $b/client/samplerctl $b/tests/integration_test $b/tests/boards_gpu_test \
   $b/tests/categorical_gpu_test $b/tests/enumerate_gpu_test \
   $b/tests/gamma_gpu_test $b/tests/multi_device_gpu_test \
+  $b/tests/cuda_backend_gpu_test \
   $b/bench/service/floor-server $b/bench/service/frames \
   $b/bench/service/wire_bench $b/bench/service/upload_bench \
   $b/bench/enumerate_plan_bench $b/bench/enumerate_bench $b/bench/enumerate_host_bench \

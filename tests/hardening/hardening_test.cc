@@ -166,6 +166,8 @@ TEST(StartupChecks, EveryValueThatCannotWorkExits1NamingFlagAndValue) {
       {"--worker_threads=1000000", "--worker_threads=1000000"},
       {"--streams_per_gpu=0", "--streams_per_gpu=0"},
       {"--gpu_wait=sleep", "--gpu_wait=\"sleep\""},
+      {"--gpu_inline_below_items=-1", "--gpu_inline_below_items=-1"},
+      {"--gpu_eager_batches=0", "--gpu_eager_batches=0"},
       {"--gpus=0,x", "--gpus=\"x\""},
       {"--gpus=1,1", "--gpus=1"},
       {"--gpu_pool_limit_bytes=-1", "--gpu_pool_limit_bytes=-1"},
@@ -177,6 +179,7 @@ TEST(StartupChecks, EveryValueThatCannotWorkExits1NamingFlagAndValue) {
       {"--max_concurrent_streams=0", "--max_concurrent_streams=0"},
       {"--memory_quota_bytes=1000", "--memory_quota_bytes=1000"},
       {"--max_connection_age=0s", "--max_connection_age=0"},
+      {"--max_connection_age=-inf", "--max_connection_age=-inf"},
       {"--max_connection_age_grace=-1s", "--max_connection_age_grace=-1s"},
       {"--handshake_timeout=0s", "--handshake_timeout=0"},
   };
@@ -210,6 +213,11 @@ TEST(StartupChecks, DefaultsAndEdgeValuesStart) {
   ASSERT_NE(server, nullptr);
   EXPECT_TRUE(Info(*server).ok());
   EXPECT_FALSE(absl::StrContains(server->Stderr(), "note:"));
+  EXPECT_EQ(server->Stop(), 0);
+  // Connections without an age limit (gRPC's max-age filter left out).
+  server = StartServer({"--max_connection_age=inf"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(Info(*server).ok());
   EXPECT_EQ(server->Stop(), 0);
   // A queue smaller than the server's own stream chunks works for unary
   // calls (tests use such budgets) and says what it limits.

@@ -1,12 +1,16 @@
 // DeviceDispatch with fake devices (no GPU): the least loaded device gets
 // the next batch, ties go round-robin, a failing device's failures stay
 // with its own batches, and Stop() drains every queue before the workers
-// return, so nothing accepted is lost.
+// return, so nothing accepted is lost. Slots: a batch holds one of its
+// device's slots while it runs, whether a worker took it or a caller
+// claimed one to run a batch itself (TryClaim), so that no slot ever runs
+// two batches at once; a claim never overtakes queued work.
 #include "server/device_dispatch.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -47,7 +51,7 @@ std::vector<std::thread> StartWorkers(Dispatch& dispatch, int failing,
         const absl::Status status =
             d == failing ? absl::ResourceExhaustedError("pool cap")
                          : absl::OkStatus();
-        dispatch.Release(d, taken->items);
+        dispatch.Release(d, taken->slot, taken->items);
         taken->work.done(d, status);
       }
     });
@@ -61,7 +65,10 @@ TEST(DeviceDispatchTest, TiesGoRoundRobinStartingAtTheFirstDevice) {
   for (int i = 0; i < 6; ++i) {
     const int d = SubmitOrDie(dispatch, 10);
     picked.push_back(d);
-    dispatch.Release(d, 10);  // every device idle again: a tie each time
+    // Every device idle again: a tie each time.
+    std::optional<Dispatch::Taken> taken = dispatch.Take(d);
+    ASSERT_TRUE(taken.has_value());
+    dispatch.Release(d, taken->slot, taken->items);
   }
   EXPECT_EQ(picked, (std::vector<int>{0, 1, 2, 0, 1, 2}));
 }
@@ -80,7 +87,10 @@ TEST(DeviceDispatchTest, LeastOutstandingWorkFirstUnderUnevenLoads) {
   EXPECT_EQ(dispatch.Outstanding(1), 70);
   EXPECT_EQ(dispatch.Outstanding(2), 70);
   // Finished work no longer counts: device 0 is now the least loaded.
-  dispatch.Release(0, 100);
+  std::optional<Dispatch::Taken> first = dispatch.Take(0);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->items, 100);
+  dispatch.Release(0, first->slot, first->items);
   EXPECT_EQ(SubmitOrDie(dispatch, 1), 0);
   // The devices with much queued work get nothing until it catches up.
   for (int i = 0; i < 10; ++i) EXPECT_EQ(SubmitOrDie(dispatch, 1), 0);
@@ -183,6 +193,169 @@ TEST(DeviceDispatchTest, StopDrainsEveryQueueAndRefusesNewWork) {
   for (std::thread& t : workers) t.join();
   EXPECT_EQ(reported.load(), kBatches);
   for (int d = 0; d < 3; ++d) EXPECT_EQ(dispatch.Outstanding(d), 0);
+}
+
+TEST(DeviceDispatchTest, AClaimTakesAFreeSlotOnlyWhileNothingIsQueued) {
+  Dispatch dispatch(1, /*slots=*/2);
+  EXPECT_EQ(dispatch.FreeSlots(0), 2);
+  std::optional<Dispatch::Claim> a = dispatch.TryClaim(5);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->device, 0);
+  std::optional<Dispatch::Claim> b = dispatch.TryClaim(7);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_NE(a->slot, b->slot);
+  EXPECT_EQ(dispatch.Outstanding(0), 12);
+  EXPECT_EQ(dispatch.FreeSlots(0), 0);
+  // Every slot held: no claim, and nothing counted for the refused one.
+  EXPECT_FALSE(dispatch.TryClaim(1).has_value());
+  EXPECT_EQ(dispatch.Outstanding(0), 12);
+  dispatch.Release(0, a->slot, 5, /*claimed=*/true);
+  dispatch.Release(0, b->slot, 7, /*claimed=*/true);
+  EXPECT_EQ(dispatch.Outstanding(0), 0);
+  EXPECT_EQ(dispatch.FreeSlots(0), 2);
+  // Queued work goes first: no claim while the queue holds some, though
+  // both slots are free.
+  SubmitOrDie(dispatch, 3);
+  EXPECT_FALSE(dispatch.TryClaim(1).has_value());
+  std::optional<Dispatch::Taken> taken = dispatch.Take(0);
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(dispatch.FreeSlots(0), 1);
+  // The worker holds one slot; the other may be claimed.
+  std::optional<Dispatch::Claim> c = dispatch.TryClaim(1);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NE(c->slot, taken->slot);
+  dispatch.Release(0, taken->slot, taken->items);
+  dispatch.Release(0, c->slot, 1, /*claimed=*/true);
+  EXPECT_EQ(dispatch.Outstanding(0), 0);
+  EXPECT_EQ(dispatch.FreeSlots(0), 2);
+}
+
+TEST(DeviceDispatchTest, AClaimGoesWhereSubmitWouldOrNowhere) {
+  Dispatch dispatch(2);
+  // Ties round-robin, as Submit's.
+  std::vector<int> claimed;
+  for (int i = 0; i < 4; ++i) {
+    std::optional<Dispatch::Claim> claim = dispatch.TryClaim(10);
+    ASSERT_TRUE(claim.has_value());
+    claimed.push_back(claim->device);
+    dispatch.Release(claim->device, claim->slot, 10, /*claimed=*/true);
+  }
+  EXPECT_EQ(claimed, (std::vector<int>{0, 1, 0, 1}));
+  // Work queued on device 0 (no worker): the claim goes to device 1, the
+  // least loaded.
+  EXPECT_EQ(SubmitOrDie(dispatch, 100), 0);
+  std::optional<Dispatch::Claim> on_one = dispatch.TryClaim(10);
+  ASSERT_TRUE(on_one.has_value());
+  EXPECT_EQ(on_one->device, 1);
+  // Device 1 is still the least loaded (10 < 100) but its one slot is
+  // held: no claim on device 0 either, where the work is queued.
+  EXPECT_FALSE(dispatch.TryClaim(10).has_value());
+  dispatch.Release(1, on_one->slot, 10, /*claimed=*/true);
+}
+
+TEST(DeviceDispatchTest, AWorkerWaitsForTheSlotAClaimHolds) {
+  Dispatch dispatch(1, /*slots=*/1);
+  std::optional<Dispatch::Claim> claim = dispatch.TryClaim(1);
+  ASSERT_TRUE(claim.has_value());
+  std::atomic<int> ran{0};
+  FakeBatch batch;
+  batch.done = [&](int, const absl::Status&) { ++ran; };
+  ASSERT_TRUE(dispatch.Submit(1, batch).has_value());
+  std::vector<std::thread> workers = StartWorkers(dispatch, /*failing=*/-1);
+  // The worker cannot take the batch while the only slot is claimed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ran.load(), 0);
+  dispatch.Release(0, claim->slot, 1, /*claimed=*/true);
+  dispatch.Stop();
+  for (std::thread& t : workers) t.join();
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(dispatch.Outstanding(0), 0);
+  EXPECT_EQ(dispatch.FreeSlots(0), 1);
+}
+
+TEST(DeviceDispatchTest, StopRefusesClaimsAndWaitsForThoseHeld) {
+  Dispatch dispatch(1, /*slots=*/2);
+  std::optional<Dispatch::Claim> claim = dispatch.TryClaim(4);
+  ASSERT_TRUE(claim.has_value());
+  dispatch.Stop();
+  EXPECT_FALSE(dispatch.TryClaim(1).has_value());
+  std::atomic<bool> released{false};
+  std::thread waiter([&] {
+    dispatch.AwaitClaimsReleased();
+    released = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(released.load());
+  dispatch.Release(0, claim->slot, 4, /*claimed=*/true);
+  waiter.join();
+  EXPECT_TRUE(released.load());
+  EXPECT_EQ(dispatch.Outstanding(0), 0);
+}
+
+// Workers and callers that run batches themselves when they can claim a
+// slot, else submit them, all at once (as the CUDA backend's workers and
+// gRPC threads): every batch runs once, no slot ever runs two batches at
+// once, and everything is released at the end.
+TEST(DeviceDispatchTest, ClaimsAndWorkersNeverShareASlot) {
+  constexpr int kDevices = 2;
+  constexpr int kSlots = 3;
+  constexpr int kCallers = 4;
+  constexpr int kPerCaller = 300;
+  Dispatch dispatch(kDevices, kSlots);
+  std::vector<std::atomic<int>> in_use(kDevices * kSlots);
+  for (auto& slot : in_use) slot = 0;
+  std::atomic<int> shared_slot{0};
+  // Runs one batch on a slot, checking that nothing else runs there.
+  const auto run_on = [&](int device, int slot) {
+    std::atomic<int>& users = in_use[device * kSlots + slot];
+    if (users.fetch_add(1) != 0) ++shared_slot;
+    std::this_thread::yield();
+    users.fetch_sub(1);
+  };
+  std::vector<std::thread> workers;
+  for (int d = 0; d < kDevices; ++d) {
+    for (int w = 0; w < kSlots; ++w) {
+      workers.emplace_back([&, d] {
+        while (std::optional<Dispatch::Taken> taken = dispatch.Take(d)) {
+          run_on(d, taken->slot);
+          dispatch.Release(d, taken->slot, taken->items);
+          taken->work.done(d, absl::OkStatus());
+        }
+      });
+    }
+  }
+  std::atomic<int> ran{0};
+  std::atomic<int> ran_here{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      for (int i = 0; i < kPerCaller; ++i) {
+        const int64_t items = 1 + (c + i) % 5;
+        if (std::optional<Dispatch::Claim> claim = dispatch.TryClaim(items)) {
+          run_on(claim->device, claim->slot);
+          dispatch.Release(claim->device, claim->slot, items,
+                           /*claimed=*/true);
+          ++ran;
+          ++ran_here;
+          continue;
+        }
+        FakeBatch batch;
+        batch.done = [&](int, const absl::Status&) { ++ran; };
+        ASSERT_TRUE(dispatch.Submit(items, batch).has_value());
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  dispatch.Stop();
+  for (std::thread& t : workers) t.join();
+  dispatch.AwaitClaimsReleased();
+  EXPECT_EQ(ran.load(), kCallers * kPerCaller);
+  EXPECT_GT(ran_here.load(), 0);
+  EXPECT_EQ(shared_slot.load(), 0);
+  for (int d = 0; d < kDevices; ++d) {
+    EXPECT_EQ(dispatch.Outstanding(d), 0);
+    EXPECT_EQ(dispatch.FreeSlots(d), kSlots);
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI stage: the unit and integration suites under AddressSanitizer with
 # UndefinedBehaviorSanitizer, and the concurrent pieces (batcher, CPU
-# backend, metrics) under ThreadSanitizer. Separate build trees, host code
+# backend, the CUDA backend's device dispatch, metrics) under
+# ThreadSanitizer. Separate build trees, host code
 # only (no CUDA). Ends with "sanitizers: N passed, N failed".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -10,7 +11,7 @@ passed=0; failed=0
 
 # Unit and integration binaries, by CTest name.
 asan_tests='^(detmath|philox|boards|categorical|gamma|dirichlet|enumerate|golden|request_parse|stream_chunk|cpu_backend|metrics|batcher|client_(common|ctl|loadgen)|stream_reactor|integration)_test$'
-tsan_tests='^(batcher|cpu_backend|metrics)_test$'
+tsan_tests='^(batcher|cpu_backend|device_dispatch|metrics)_test$'
 
 run_suite() {  # name sanitize test-regex targets...
   local name=$1 sanitize=$2 regex=$3; shift 3
@@ -37,7 +38,7 @@ else
   failed=$((failed + 1)); echo "asan+ubsan: FAILED"
 fi
 if run_suite tsan thread "$tsan_tests" batcher_test cpu_backend_test \
-    metrics_test; then
+    device_dispatch_test metrics_test; then
   passed=$((passed + 1)); echo "tsan: passed"
 else
   failed=$((failed + 1)); echo "tsan: FAILED"
