@@ -1,6 +1,7 @@
 // Enumeration kernel benchmark: batches of many two-term problems (m = n),
-// every direct-kernel configuration, the automatic choice and the FFT path,
-// float and double. Medians of CUDA-event timings of LaunchEnumerate alone
+// every direct-kernel configuration, the pair kernel (m <= 32: a warp per
+// problem, enumerate_pair.cu), the automatic choice and the FFT path, float
+// and double. Medians of CUDA-event timings of LaunchEnumerate alone
 // (like the peers, which time the convolution on device-resident inputs),
 // input sets rotated so that consecutive timings read at least ~128 MB of
 // arena between them (twice the 50-60 MB L2) and never the set just read. Each
@@ -246,6 +247,8 @@ bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch) {
   const bool peers_batch =
       (m == 32) || (m == 256 && batch == 4096) || (m == 1024 && batch == 256);
   if (g == 32) return m <= 1024 && peers_batch;
+  // Below the peers' m = 32: the sub-warps, the direct kernel's choice there.
+  if (m < 32) return g == 1 && r == 5 && c.subwarps == 2 && c.tasks == 1;
   if (m <= 32) return g == 1 && r <= 5;
   if (c.subwarps > 1 || c.tasks > 1) return false;
   if (m <= 256) return g <= 4 && !(g == 1 && r == 15);
@@ -334,10 +337,11 @@ int Main(int argc, char** argv) {
   if (!fft.ok())
     std::printf("FFT path off: %s\n", fft.status().ToString().c_str());
 
-  // The peers' batch sizes (peers-h200-2026-11-21.json) and larger ones.
+  // The peers' batch sizes (peers-h200-2026-11-21.json) and larger ones;
+  // m = 16 for the pair kernel below the peers' size.
   const std::vector<Case> cases = {
-      {32, 262144}, {256, 4096}, {256, 16384}, {1024, 256},
-      {1024, 2048}, {4096, 128}, {16384, 16},
+      {32, 262144}, {16, 262144}, {256, 4096}, {256, 16384},
+      {1024, 256},  {1024, 2048}, {4096, 128}, {16384, 16},
   };
   std::vector<Row> rows;
   for (const Case& c : cases) {
@@ -354,6 +358,11 @@ int Main(int argc, char** argv) {
         o.method = EnumerateMethod::kDirect;
         o.direct_config = static_cast<int>(k);
         variants.push_back({configs[k].name, o});
+      }
+      if (c.m <= 32) {
+        EnumerateOptions o;
+        o.method = EnumerateMethod::kPair;
+        variants.push_back({"pair (warp per problem)", o});
       }
       if (fft.ok() && c.m >= 256) {
         EnumerateOptions o;

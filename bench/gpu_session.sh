@@ -5,9 +5,10 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb small plan crossover upload categorical.
+# service floor multi wire pb small plan crossover upload categorical
+# enumerate.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload categorical}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload categorical enumerate}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -30,7 +31,7 @@ done
 declare -A subset=(
   [boards]='BoardsGpuTest.Go19x19TwoColoursMatchesCpu:BoardsGpuTest.MixedBatchMatchesCpu'
   [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch:CategoricalGpuTest/0.LanesManyRowsAndChunks:CategoricalGpuTest/1.WarpTilesMixedBatch'
-  [enumerate]='EnumerateGpuTest/*.SanitizerSmoke:EnumerateGpuTest/*.SmallPath*'
+  [enumerate]='EnumerateGpuTest/*.SanitizerSmoke:EnumerateGpuTest/*.SmallPath*:EnumerateGpuTest/*.PairKernel*'
   [gamma]='GammaGpuTest/0.MixedBatchesMatchCpuBitForBit:GammaGpuTest/1.DirichletRaggedBatchesMatchCpuBitForBit'
 )
 want sanitizers && for t in boards categorical enumerate gamma; do
@@ -190,6 +191,17 @@ if want categorical; then
     --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1
   summary "categorical issue table: rc=$? $(grep -E 'copy' \
     "$work/categorical_issue.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+fi
+
+# The enumeration kernels (issue 11): enumerate_bench at every size, float
+# and double, the pair kernel (m <= 32, a warp per problem) beside the
+# direct kernel's configurations at m = 32 and 16; about 30 s (21 s in
+# session 7 before the pair kernel and m = 16).
+if want enumerate; then
+  timeout 150 ./enumerate_bench --json="$work/enumerate_bench.json" \
+    > "$work/enumerate_bench.log" 2>&1
+  summary "enumerate bench: rc=$? $(grep -E '^(device|(float|double) +m=(32|16) )' \
+    "$work/enumerate_bench.log" | sed -E 's/ +/ /g; s/ *\[.*//' | tr '\n' ';')"
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .

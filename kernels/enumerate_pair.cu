@@ -1,0 +1,293 @@
+// The pair kernel (enumerate_pair.h): r_k = sum_j x_j y_{k-j} for a
+// two-term linear problem whose terms fit one warp (x the shorter, lx <= ly
+// <= kPairMaxLength values: at most 63 outputs), one warp per problem.
+//
+// Why a kernel of its own (bench/results/enumerate-kernel.md, "Roofline",
+// m = 32): the direct kernel is instruction-bound there, its per-problem
+// fixed cost (a tile's geometry in 64-bit arithmetic, the staging loops
+// with their bounds, the output staged through shared memory) as large as
+// its arithmetic. Here a problem costs two coalesced loads a lane (x_l and
+// y_l), two shared stores, and two stores of its outputs, with no bounds
+// tests beyond "l < length": the arithmetic, about 3 issue slots a step
+// (one shared load, two FMAs), is most of it.
+//
+// Lane l owns the consecutive outputs k = 2l and 2l + 1 (64 slots cover the
+// at most 63 outputs), as a register tile of two: at step j it needs
+// y_{2l-j} and y_{2l+1-j}, and the second is the first of step j - 1, so a
+// step loads one y value and x_j, a broadcast (four steps a 16-byte load).
+// y sits in shared memory as elements -32 .. 63 with zeros outside [0, ly)
+// (the padding is written once per warp; a problem rewrites [0, 32)), so
+// every lane runs the same steps j < lx with no bounds test: each output
+// sums only products of its valid j range, the others being exact zeros
+// (x_j = 0 past lx, y = 0 outside [0, ly)). The elements are stored split by
+// parity (YSlot), so that the lanes' loads of elements 2l - j, a stride of
+// two, fall in consecutive banks.
+//
+// Considered and not taken: lane l owning outputs l and l + 32 (the
+// lecture's pairing: every lane has exactly lx products, no zero products,
+// and coalesced stores), because each step must then pick the output its
+// product goes to per lane (a compare and two predicated FMAs, one of them
+// idle: the same issue slots as the zero products here) and cannot reuse a
+// y value, so it needs two loads or shuffles a step where this needs one;
+// and the session-7 small-problems kernel (enumerate_small.cu), whose
+// per-output loop over shared memory (two loads and a double FMA a
+// product, the lanes' loops of l + 1 and 31 - l steps run one after the
+// other) issues several times what this does for a 32 x 32 pair.
+//
+// Accuracy: products are exact in the FMA and every summand is non-negative,
+// so a chain of at most kChainSteps = 8 FMAs is within 8 roundings of its
+// exact sum; the (at most four) chains of an output are added as a tree of
+// two levels: 10 roundings of T in all, 6.0e-7 relative for float (the
+// direct kernel's bound is 9.5e-7; the contract's 1e-6), 1.1e-15 for double.
+// The order of every sum is fixed by the problem's sizes alone: the same
+// bits on every run, whatever the batch.
+//
+// Memory: the values of the next problem a warp takes, and the descriptor of
+// the one after it, are loaded before the current one's arithmetic, so their
+// latency hides behind it; the grid is the device's resident blocks, each
+// warp striding over the problems.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "enumerate_pair.h"
+#include "sampler/kernels/cuda/enumerate_plan.h"
+#include "sampler/kernels/cuda/launch.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/cuda/warp.cuh"
+#include "sampler/kernels/status_macros.h"
+
+namespace sampler::kernels::cuda::enumerate_internal {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
+// At most 64 registers a thread: 32 warps a multiprocessor.
+constexpr int kMinBlocksPerSm = 8;
+constexpr int kChainSteps = 8;
+constexpr int kChains = kPairMaxLength / kChainSteps;
+static_assert(kPairMaxLength == kWarpSize, "a lane per term value");
+static_assert(kChains * kChainSteps == kPairMaxLength, "whole chains");
+
+// y's window in shared memory: elements -32 .. 63, even (i + 32) in the
+// first half, odd in the second.
+constexpr int kYHalf = 48;
+constexpr int kWarpElems = kWarpSize + 2 * kYHalf;  // x, then y's window
+
+__device__ constexpr int FloorHalf(int c) { return (c - (c & 1)) / 2; }
+
+// The slot of y element i, i in [-32, 64).
+__device__ constexpr int YSlot(int i) {
+  return ((i + 32) & 1) * kYHalf + FloorHalf(i + 32);
+}
+
+// The slot of element 2l + c relative to lane l's base (slot l): even 2l +
+// 32 + c fall in the first half, odd in the second, consecutive in l.
+__device__ constexpr int YOffset(int c) {
+  return (c & 1) * kYHalf + 16 + FloorHalf(c);
+}
+
+// 16 bytes of T: the x values of 16 / sizeof(T) steps in one broadcast load.
+template <typename T>
+struct Vec16;
+template <>
+struct Vec16<float> {
+  using Type = float4;
+  static constexpr int kCount = 4;
+  __device__ static float At(const float4& v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+  }
+};
+template <>
+struct Vec16<double> {
+  using Type = double2;
+  static constexpr int kCount = 2;
+  __device__ static double At(const double2& v, int i) {
+    return i == 0 ? v.x : v.y;
+  }
+};
+
+__device__ __forceinline__ float Fma(float a, float b, float c) {
+  return __fmaf_rn(a, b, c);
+}
+__device__ __forceinline__ double Fma(double a, double b, double c) {
+  return __fma_rn(a, b, c);
+}
+
+// What the kernel reads of a step problem: x the shorter operand (a where
+// the lengths are equal, as the direct kernel's Operands).
+struct PairDesc {
+  int64_t x, y, dst;
+  int32_t lx, ly, problem;
+};
+
+__device__ __forceinline__ PairDesc ReadDesc(const StepProblem* step) {
+  const StepProblem s = *step;
+  const bool a_shorter = s.a_len <= s.b_len;
+  PairDesc d;
+  d.x = a_shorter ? s.a : s.b;
+  d.y = a_shorter ? s.b : s.a;
+  d.lx = a_shorter ? s.a_len : s.b_len;
+  d.ly = a_shorter ? s.b_len : s.a_len;
+  d.dst = s.dst;
+  d.problem = s.problem;
+  return d;
+}
+
+// Value `lane` of a term of `len` values at `at`, zero past its end.
+template <typename T>
+__device__ __forceinline__ T TermValue(const T* values, int64_t at, int len,
+                                       int lane) {
+  return lane < len ? __ldg(values + (at + lane)) : T(0);
+}
+
+// Outputs 2l and 2l + 1 of the staged problem: xs its x (zeros past lx), yl
+// lane l's base in its y window.
+template <typename T>
+__device__ __forceinline__ void PairSums(const T* xs, const T* yl, int lx,
+                                         T* r0, T* r1) {
+  using V = Vec16<T>;
+  T c0[kChains], c1[kChains];
+  T w = yl[YOffset(1)];  // y_{2l+1}, output 2l + 1's value at step 0
+#pragma unroll
+  for (int b = 0; b < kChains; ++b) {
+    c0[b] = T(0);
+    c1[b] = T(0);
+    if (b * kChainSteps < lx) {  // warp-uniform
+#pragma unroll
+      for (int q = 0; q < kChainSteps / V::kCount; ++q) {
+        const typename V::Type xv = *reinterpret_cast<const typename V::Type*>(
+            xs + b * kChainSteps + q * V::kCount);
+#pragma unroll
+        for (int e = 0; e < V::kCount; ++e) {
+          const int j = b * kChainSteps + q * V::kCount + e;
+          const T xj = V::At(xv, e);
+          const T y = yl[YOffset(-j)];  // y_{2l-j}
+          c0[b] = Fma(xj, y, c0[b]);
+          c1[b] = Fma(xj, w, c1[b]);
+          w = y;  // y_{2l+1-(j+1)}
+        }
+      }
+    }
+  }
+  static_assert(kChains == 4, "the tree below");
+  *r0 = (c0[0] + c0[1]) + (c0[2] + c0[3]);
+  *r1 = (c1[0] + c1[1]) + (c1[2] + c1[3]);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
+    PairKernel(const StepProblem* steps, int64_t count, const T* values, T* out,
+               uint32_t* status) {
+  __shared__ __align__(16) T smem[kWarpsPerBlock][kWarpElems];
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  T* const xs = smem[warp];
+  T* const ys = smem[warp] + kWarpSize;
+  const T* const yl = ys + lane;
+  // The window's padding, never written again: elements -32 .. -1, 32 .. 63.
+  ys[YSlot(lane - 32)] = T(0);
+  ys[YSlot(lane + 32)] = T(0);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  int64_t p = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (p >= count) return;  // whole warps only
+  PairDesc d = ReadDesc(steps + p);
+  T xv = TermValue(values, d.x, d.lx, lane);
+  T yv = TermValue(values, d.y, d.ly, lane);
+  PairDesc next{};
+  if (p + stride < count) next = ReadDesc(steps + p + stride);
+  for (;;) {
+    __syncwarp();  // the previous problem's reads are done
+    xs[lane] = xv;
+    ys[YSlot(lane)] = yv;
+    __syncwarp();
+    // In flight during the arithmetic: the next problem's values and the
+    // descriptor after it.
+    const int64_t p_next = p + stride;
+    const bool more = p_next < count;
+    if (more) {
+      xv = TermValue(values, next.x, next.lx, lane);
+      yv = TermValue(values, next.y, next.ly, lane);
+    }
+    PairDesc after{};
+    if (p_next + stride < count) after = ReadDesc(steps + p_next + stride);
+
+    T r0, r1;
+    PairSums(xs, yl, d.lx, &r0, &r1);
+    const int k = 2 * lane;
+    const int outputs = d.lx + d.ly - 1;
+    T* const o = out + d.dst;
+    bool bad = false;
+    if (k < outputs) {
+      o[k] = r0;
+      bad |= !isfinite(r0);
+    }
+    if (k + 1 < outputs) {
+      o[k + 1] = r1;
+      bad |= !isfinite(r1);
+    }
+    bad = __any_sync(kFullMask, bad);
+    if (lane == 0 && status != nullptr) {
+      status[d.problem] = bad ? kEnumerateStatusNonFinite : 0u;
+    }
+    if (!more) break;
+    p = p_next;
+    d = next;
+    next = after;
+  }
+}
+
+constexpr int kCachedDevices = 64;
+
+// The kernel's resident blocks on the current device, queried once per
+// device (the occupancy query would be host time inside a launch of about
+// 100 microseconds).
+template <typename T>
+absl::StatusOr<int> ResidentBlocks() {
+  static std::atomic<int> cached[kCachedDevices];  // 0: not yet queried
+  int device = 0;
+  SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  const bool cacheable = device >= 0 && device < kCachedDevices;
+  if (cacheable) {
+    const int blocks = cached[device].load(std::memory_order_relaxed);
+    if (blocks > 0) return blocks;
+  }
+  SAMPLER_ASSIGN_OR_RETURN(
+      const int blocks,
+      ResidentGridBlocks(PairKernel<T>, kBlockThreads,
+                         std::numeric_limits<int64_t>::max() / 2, 1, 0));
+  if (cacheable) cached[device].store(blocks, std::memory_order_relaxed);
+  return blocks;
+}
+
+}  // namespace
+
+template <typename T>
+absl::Status LaunchPairKernel(const StepProblem* steps, int64_t count,
+                              const T* values, T* out, uint32_t* status,
+                              cudaStream_t stream) {
+  if (count == 0) return absl::OkStatus();
+  SAMPLER_ASSIGN_OR_RETURN(const int resident, ResidentBlocks<T>());
+  const int64_t needed = (count + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>(needed, resident));
+  PairKernel<T>
+      <<<blocks, kBlockThreads, 0, stream>>>(steps, count, values, out, status);
+  SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+  return absl::OkStatus();
+}
+
+template absl::Status LaunchPairKernel<float>(const StepProblem*, int64_t,
+                                              const float*, float*, uint32_t*,
+                                              cudaStream_t);
+template absl::Status LaunchPairKernel<double>(const StepProblem*, int64_t,
+                                               const double*, double*,
+                                               uint32_t*, cudaStream_t);
+
+}  // namespace sampler::kernels::cuda::enumerate_internal
