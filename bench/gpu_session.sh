@@ -202,6 +202,17 @@ if want enumerate; then
     > "$work/enumerate_bench.log" 2>&1
   summary "enumerate bench: rc=$? $(grep -E '^(device|(float|double) +m=(32|16) )' \
     "$work/enumerate_bench.log" | sed -E 's/ +/ /g; s/ *\[.*//' | tr '\n' ';')"
+  # Where the pair kernel's time goes (float, m = 32): Nsight Compute on
+  # two of its launches, where ncu is installed.
+  if command -v ncu > /dev/null; then
+    timeout 180 ncu --section SpeedOfLight --section Occupancy \
+      --section SchedulerStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis --section LaunchStats \
+      -k regex:PairKernel -c 2 ./enumerate_bench --quick \
+      --only=float:32:262144:pair > "$work/enumerate_pair_ncu.log" 2>&1
+    summary "enumerate pair kernel ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|Memory Throughput|Issue Slots Busy|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread|No Eligible' \
+      "$work/enumerate_pair_ncu.log" | sed -E 's/ +/ /g' | head -16 | tr '\n' ';')"
+  fi
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .
