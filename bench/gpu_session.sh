@@ -195,8 +195,9 @@ fi
 
 # The enumeration kernels (issue 11): enumerate_bench at every size, float
 # and double, the pair kernel (m <= 32, a warp per problem) beside the
-# direct kernel's configurations at m = 32 and 16; about 30 s (21 s in
-# session 7 before the pair kernel and m = 16).
+# direct kernel's configurations and the small-problems path (the server's
+# route for these problems) at m = 32 and 16; about 40 s (21 s in session 7
+# before the pair kernel, the small path and m = 16).
 if want enumerate; then
   timeout 150 ./enumerate_bench --json="$work/enumerate_bench.json" \
     > "$work/enumerate_bench.log" 2>&1
