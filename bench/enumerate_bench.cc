@@ -439,6 +439,8 @@ int Main(int argc, char** argv) {
         EnumerateOptions o;
         o.method = EnumerateMethod::kPair;
         variants.push_back({"pair (warp per problem)", o});
+        o.direct_config = 1;
+        variants.push_back({"pair x2 (two a warp)", o});
       }
       if (fft.ok() && c.m >= 256) {
         EnumerateOptions o;

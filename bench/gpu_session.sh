@@ -204,15 +204,17 @@ if want enumerate; then
   summary "enumerate bench: rc=$? $(grep -E '^(device|(float|double) +m=(32|16) )' \
     "$work/enumerate_bench.log" | sed -E 's/ +/ /g; s/ *\[.*//' | tr '\n' ';')"
   # Where the pair kernel's time goes (float, m = 32): Nsight Compute on
-  # two of its launches, where ncu is installed.
+  # one launch of each variant, where ncu is installed.
   if command -v ncu > /dev/null; then
-    timeout 180 ncu --section SpeedOfLight --section Occupancy \
-      --section SchedulerStats --section WarpStateStats \
-      --section MemoryWorkloadAnalysis --section LaunchStats \
-      -k regex:PairKernel -c 2 ./enumerate_bench --quick \
-      --only=float:32:262144:pair > "$work/enumerate_pair_ncu.log" 2>&1
-    summary "enumerate pair kernel ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|Memory Throughput|Issue Slots Busy|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread|No Eligible' \
-      "$work/enumerate_pair_ncu.log" | sed -E 's/ +/ /g' | head -16 | tr '\n' ';')"
+    for v in "pair (:pair" "pair x2:pair_x2"; do
+      timeout 120 ncu --section SpeedOfLight --section Occupancy \
+        --section SchedulerStats --section WarpStateStats \
+        --section MemoryWorkloadAnalysis --section LaunchStats \
+        -k regex:Pair -c 1 ./enumerate_bench --quick \
+        "--only=float:32:262144:${v%%:*}" > "$work/enumerate_${v##*:}_ncu.log" 2>&1
+      summary "enumerate ${v##*:} ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|L1/TEX Cache Throughput|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread' \
+        "$work/enumerate_${v##*:}_ncu.log" | sed -E 's/ +/ /g' | head -8 | tr '\n' ';')"
+    done
   fi
 fi
 

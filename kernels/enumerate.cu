@@ -1608,8 +1608,8 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
         break;
       case LaunchKind::kPair:
         SAMPLER_RETURN_IF_ERROR(enumerate_internal::LaunchPairKernel<T>(
-            args.steps, args.num_tasks, values, batch.out, batch.status,
-            stream));
+            l.config, args.steps, args.num_tasks, values, batch.out,
+            batch.status, stream));
         break;
       case LaunchKind::kFft: {
         if (fft == nullptr) {

@@ -243,13 +243,167 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
   }
 }
 
+// ------------------------------------ two problems a warp (variant 1) ----
+//
+// Half h of the warp (lanes 16h .. 16h + 15) takes a problem of its own; its
+// lane l' owns outputs 4l' .. 4l' + 3, a register tile of four: a step loads
+// one y value per lane for four FMAs, so that a problem costs half the
+// shared loads of variant 0 (whose loads keep the L1/shared unit the
+// busiest: 82% under Nsight Compute at m = 32, float). Each half's window is
+// split by element mod 4 (QSlot), so that its lanes' loads of elements
+// 4l' - j fall in consecutive banks, and the second half's window starts 16
+// banks after the first's (kHalfStride), so that the two halves' loads do
+// not collide. The chains and their tree are variant 0's, term for term:
+// the same bits.
+constexpr int kHalf = kWarpSize / 2;
+constexpr int kQuarter = 24;      // window elements of one residue mod 4
+constexpr int kHalfStride = 112;  // = 16 (mod 32): the halves' windows
+constexpr int kTwoWarpElems = 2 * kHalfStride + 2 * kWarpSize;
+
+__device__ constexpr int FloorQuarter(int c) { return (c - (c & 3)) / 4; }
+
+// The slot of y element i, i in [-32, 64), in a half's window.
+__device__ constexpr int QSlot(int i) {
+  return ((i + 32) & 3) * kQuarter + FloorQuarter(i + 32);
+}
+
+// The slot of element 4l' + c relative to lane l''s base (slot l').
+__device__ constexpr int QOffset(int c) {
+  return (c & 3) * kQuarter + 8 + FloorQuarter(c);
+}
+
+// Outputs 4l' + o (o < 4) of the staged problem, with variant 0's chains
+// and tree ((c0 + c1) + (c2 + c3)), the tree's sums taken as the chains end.
+template <typename T>
+__device__ __forceinline__ void QuadSums(const T* xs, const T* yl, int lx,
+                                         T (&r)[4]) {
+  using V = Vec16<T>;
+  T w1 = yl[QOffset(1)], w2 = yl[QOffset(2)], w3 = yl[QOffset(3)];
+  T c[4], prev[4], pair[4];
+#pragma unroll
+  for (int b = 0; b < kChains; ++b) {
+#pragma unroll
+    for (int o = 0; o < 4; ++o) c[o] = T(0);
+    if (b * kChainSteps < lx) {  // warp-uniform
+#pragma unroll
+      for (int q = 0; q < kChainSteps / V::kCount; ++q) {
+        const typename V::Type xv = *reinterpret_cast<const typename V::Type*>(
+            xs + b * kChainSteps + q * V::kCount);
+#pragma unroll
+        for (int e = 0; e < V::kCount; ++e) {
+          const int j = b * kChainSteps + q * V::kCount + e;
+          const T xj = V::At(xv, e);
+          const T y = yl[QOffset(-j)];  // y_{4l'-j}
+          c[0] = Fma(xj, y, c[0]);
+          c[1] = Fma(xj, w1, c[1]);
+          c[2] = Fma(xj, w2, c[2]);
+          c[3] = Fma(xj, w3, c[3]);
+          w3 = w2;
+          w2 = w1;
+          w1 = y;
+        }
+      }
+    }
+#pragma unroll
+    for (int o = 0; o < 4; ++o) {
+      if (b % 2 == 0) {
+        prev[o] = c[o];
+      } else if (b == 1) {
+        pair[o] = prev[o] + c[o];
+      } else {
+        r[o] = pair[o] + (prev[o] + c[o]);
+      }
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocksPerSm)
+    PairTwoKernel(const StepProblem* steps, int64_t count, const T* values,
+                  T* out, uint32_t* status) {
+  static_assert(kChains == 4, "QuadSums' tree");
+  __shared__ __align__(16) T smem[kWarpsPerBlock][kTwoWarpElems];
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int half = lane / kHalf;
+  const int hl = lane % kHalf;
+  T* const ys = smem[warp] + half * kHalfStride;
+  T* const xs = smem[warp] + 2 * kHalfStride + half * kWarpSize;
+  const T* const yl = ys + hl;
+  // The window's padding, never written again: elements -32 .. -1, 32 .. 63.
+  ys[QSlot(hl - 32)] = T(0);
+  ys[QSlot(hl - 16)] = T(0);
+  ys[QSlot(hl + 32)] = T(0);
+  ys[QSlot(hl + 48)] = T(0);
+  const int64_t pairs = (count + 1) / 2;  // of problems: a warp's work
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  int64_t g = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (g >= pairs) return;  // whole warps only
+  // This half's problem of pair g; none (no values, no outputs) past the
+  // last problem.
+  const auto desc_of = [&](int64_t pair_index) {
+    const int64_t p = 2 * pair_index + half;
+    return p < count ? ReadDesc(steps + p) : PairDesc{};
+  };
+  PairDesc d = desc_of(g);
+  T x0 = TermValue(values, d.x, d.lx, hl);
+  T x1 = TermValue(values, d.x, d.lx, hl + kHalf);
+  T y0 = TermValue(values, d.y, d.ly, hl);
+  T y1 = TermValue(values, d.y, d.ly, hl + kHalf);
+  PairDesc next{};
+  if (g + stride < pairs) next = desc_of(g + stride);
+  for (;;) {
+    __syncwarp();  // the previous problems' reads are done
+    xs[hl] = x0;
+    xs[hl + kHalf] = x1;
+    ys[QSlot(hl)] = y0;
+    ys[QSlot(hl + kHalf)] = y1;
+    __syncwarp();
+    const int64_t g_next = g + stride;
+    const bool more = g_next < pairs;
+    if (more) {
+      x0 = TermValue(values, next.x, next.lx, hl);
+      x1 = TermValue(values, next.x, next.lx, hl + kHalf);
+      y0 = TermValue(values, next.y, next.ly, hl);
+      y1 = TermValue(values, next.y, next.ly, hl + kHalf);
+    }
+    PairDesc after{};
+    if (g_next + stride < pairs) after = desc_of(g_next + stride);
+
+    const int lx_max = max(d.lx, __shfl_xor_sync(kFullMask, d.lx, kHalf));
+    T r[4];
+    QuadSums(xs, yl, lx_max, r);
+    const int outputs = d.lx + d.ly - 1;  // -1 for no problem
+    T* const o = out + d.dst;
+    bool bad = false;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int k = 4 * hl + i;
+      if (k < outputs) {
+        o[k] = r[i];
+        bad |= !isfinite(r[i]);
+      }
+    }
+    const unsigned bad_lanes = __ballot_sync(kFullMask, bad);
+    if (hl == 0 && outputs > 0 && status != nullptr) {
+      status[d.problem] = ((bad_lanes >> (half * kHalf)) & 0xffffu) != 0
+                              ? kEnumerateStatusNonFinite
+                              : 0u;
+    }
+    if (!more) break;
+    g = g_next;
+    d = next;
+    next = after;
+  }
+}
+
 constexpr int kCachedDevices = 64;
 
-// The kernel's resident blocks on the current device, queried once per
-// device (the occupancy query would be host time inside a launch of about
-// 100 microseconds).
-template <typename T>
-absl::StatusOr<int> ResidentBlocks() {
+// A kernel's resident blocks on the current device, queried once per device
+// (the occupancy query would be host time inside a launch of about 100
+// microseconds).
+template <typename T, int kVariant, typename Kernel>
+absl::StatusOr<int> ResidentBlocks(Kernel kernel) {
   static std::atomic<int> cached[kCachedDevices];  // 0: not yet queried
   int device = 0;
   SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
@@ -260,7 +414,7 @@ absl::StatusOr<int> ResidentBlocks() {
   }
   SAMPLER_ASSIGN_OR_RETURN(
       const int blocks,
-      ResidentGridBlocks(PairKernel<T>, kBlockThreads,
+      ResidentGridBlocks(kernel, kBlockThreads,
                          std::numeric_limits<int64_t>::max() / 2, 1, 0));
   if (cacheable) cached[device].store(blocks, std::memory_order_relaxed);
   return blocks;
@@ -269,24 +423,34 @@ absl::StatusOr<int> ResidentBlocks() {
 }  // namespace
 
 template <typename T>
-absl::Status LaunchPairKernel(const StepProblem* steps, int64_t count,
-                              const T* values, T* out, uint32_t* status,
-                              cudaStream_t stream) {
+absl::Status LaunchPairKernel(int variant, const StepProblem* steps,
+                              int64_t count, const T* values, T* out,
+                              uint32_t* status, cudaStream_t stream) {
   if (count == 0) return absl::OkStatus();
-  SAMPLER_ASSIGN_OR_RETURN(const int resident, ResidentBlocks<T>());
-  const int64_t needed = (count + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const unsigned blocks =
-      static_cast<unsigned>(std::min<int64_t>(needed, resident));
-  PairKernel<T>
-      <<<blocks, kBlockThreads, 0, stream>>>(steps, count, values, out, status);
+  // Warps needed: a problem each (variant 0) or two (variant 1).
+  const int64_t warps = variant == 1 ? (count + 1) / 2 : count;
+  const int64_t needed = (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (variant == 1) {
+    SAMPLER_ASSIGN_OR_RETURN(const int resident,
+                             (ResidentBlocks<T, 1>(PairTwoKernel<T>)));
+    PairTwoKernel<T>
+        <<<static_cast<unsigned>(std::min<int64_t>(needed, resident)),
+           kBlockThreads, 0, stream>>>(steps, count, values, out, status);
+  } else {
+    SAMPLER_ASSIGN_OR_RETURN(const int resident,
+                             (ResidentBlocks<T, 0>(PairKernel<T>)));
+    PairKernel<T>
+        <<<static_cast<unsigned>(std::min<int64_t>(needed, resident)),
+           kBlockThreads, 0, stream>>>(steps, count, values, out, status);
+  }
   SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
   return absl::OkStatus();
 }
 
-template absl::Status LaunchPairKernel<float>(const StepProblem*, int64_t,
+template absl::Status LaunchPairKernel<float>(int, const StepProblem*, int64_t,
                                               const float*, float*, uint32_t*,
                                               cudaStream_t);
-template absl::Status LaunchPairKernel<double>(const StepProblem*, int64_t,
+template absl::Status LaunchPairKernel<double>(int, const StepProblem*, int64_t,
                                                const double*, double*,
                                                uint32_t*, cudaStream_t);
 

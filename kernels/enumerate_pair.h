@@ -15,21 +15,23 @@
 
 namespace sampler::kernels::cuda::enumerate_internal {
 
-// Queues the kernel over `count` step problems (each the root pair of its
-// problem: both operands terms in `values`, the result in `out`) on
-// `stream`. Writes their problems' status words (0, or
-// kEnumerateStatusNonFinite), so that a batch of pair problems only needs no
-// zeroing of them (EnumerateBatch::zero_status). Errors are launch errors.
+// Queues the kernel's variant (kPairVariants, enumerate_plan.h: 0 a warp
+// per problem, 1 two problems a warp; the same bits) over `count` step
+// problems (each the root pair of its problem: both operands terms in
+// `values`, the result in `out`) on `stream`. Writes their problems' status
+// words (0, or kEnumerateStatusNonFinite), so that a batch of pair problems
+// only needs no zeroing of them (EnumerateBatch::zero_status). Errors are
+// launch errors.
 template <typename T>
-absl::Status LaunchPairKernel(const StepProblem* steps, int64_t count,
-                              const T* values, T* out, uint32_t* status,
-                              cudaStream_t stream);
+absl::Status LaunchPairKernel(int variant, const StepProblem* steps,
+                              int64_t count, const T* values, T* out,
+                              uint32_t* status, cudaStream_t stream);
 
-extern template absl::Status LaunchPairKernel<float>(const StepProblem*,
+extern template absl::Status LaunchPairKernel<float>(int, const StepProblem*,
                                                      int64_t, const float*,
                                                      float*, uint32_t*,
                                                      cudaStream_t);
-extern template absl::Status LaunchPairKernel<double>(const StepProblem*,
+extern template absl::Status LaunchPairKernel<double>(int, const StepProblem*,
                                                       int64_t, const double*,
                                                       double*, uint32_t*,
                                                       cudaStream_t);

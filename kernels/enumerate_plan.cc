@@ -277,12 +277,14 @@ constexpr int kLogSlots = 2 * static_cast<int>(std::size(kLogGroups));
 // Copies, linear, log, then extended launches (as many slots as log), then
 // the pair kernel's (level 1 only).
 constexpr int kPairSlot = 1 + kLinearSlots + 2 * kLogSlots;
-constexpr int kGroupsPerLevel = kPairSlot + 1;
+constexpr int kGroupsPerLevel = kPairSlot + enumerate_internal::kPairVariants;
 // Levels of a tree of fewer than 2^31 terms, plus level 0 (the copies).
 constexpr int kMaxLevels = 32;
 
 int GroupIndex(int level, LaunchKind kind, int config, bool f32) {
-  if (kind == LaunchKind::kPair) return level * kGroupsPerLevel + kPairSlot;
+  if (kind == LaunchKind::kPair) {
+    return level * kGroupsPerLevel + kPairSlot + config;
+  }
   const int in_kind = 2 * config + (f32 ? 1 : 0);
   const int slot = kind == LaunchKind::kCopy     ? 0
                    : kind == LaunchKind::kLinear ? 1 + in_kind
@@ -296,9 +298,9 @@ int GroupIndex(int level, LaunchKind kind, int config, bool f32) {
 void SetGroup(int group, Launch* l) {
   l->level = group / kGroupsPerLevel;
   const int slot = group % kGroupsPerLevel;
-  if (slot == 0 || slot == kPairSlot) {
+  if (slot == 0 || slot >= kPairSlot) {
     l->kind = slot == 0 ? LaunchKind::kCopy : LaunchKind::kPair;
-    l->config = 0;
+    l->config = slot == 0 ? 0 : slot - kPairSlot;
     l->f32 = false;
     return;
   }
@@ -422,7 +424,12 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
                             PairKernelFits(lx, ly)));
         int group;
         if (pair) {
-          group = GroupIndex(level, LaunchKind::kPair, 0, false);
+          const bool variant =
+              options_.method == EnumerateMethod::kPair &&
+              options_.direct_config > 0 &&
+              options_.direct_config < enumerate_internal::kPairVariants;
+          group = GroupIndex(level, LaunchKind::kPair,
+                             variant ? options_.direct_config : 0, false);
         } else if (log_path) {
           group = GroupIndex(
               level, extended ? LaunchKind::kExtended : LaunchKind::kLog,
@@ -651,7 +658,9 @@ std::string EnumerateBatchBuilder<T>::DescribeLaunches() const {
                         l.fft_problems, " signals ", l.fft_signals, "; ");
         break;
       case LaunchKind::kPair:
-        absl::StrAppend(&s, "level ", l.level, " pair (warp per problem) ",
+        absl::StrAppend(&s, "level ", l.level,
+                        l.config == 1 ? " pair (two problems a warp) "
+                                      : " pair (warp per problem) ",
                         "problems ", l.sp_count, "; ");
         break;
     }

@@ -514,6 +514,11 @@ TYPED_TEST(EnumerateCudaHostTest, PairKernelRoute) {
   EXPECT_EQ(described(forced_pair, {thin}, ProbSpace::kLinear, &zero_status),
             "level 1 pair (warp per problem) problems 1; ");
   EXPECT_FALSE(zero_status);
+  forced_pair.direct_config = 1;  // variant 1: two problems a warp
+  EXPECT_EQ(
+      described(forced_pair, {thin, widest}, ProbSpace::kLinear, &zero_status),
+      "level 1 pair (two problems a warp) problems 2; ");
+  EXPECT_FALSE(zero_status);
   // Mixed: the other problems keep their kernels, the launch zeroes the
   // status words.
   const std::vector<PmfTerm<T>> longer = {{0, v32}, {0, v33}};

@@ -1320,6 +1320,26 @@ TYPED_TEST(EnumerateGpuTest, PairKernelMatchesReferenceAndCpu) {
   EXPECT_EQ(std::memcmp(again->raw.data(), got->raw.data(),
                         got->raw.size() * sizeof(T)),
             0);
+  // Variant 1 (two problems a warp): the same bits, also with an odd
+  // number of problems (the last warp's second half without one).
+  forced.direct_config = 1;
+  absl::StatusOr<GpuResult<T>> two = RunOnGpu(batch, forced);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->launches,
+            absl::StrCat("level 1 pair (two problems a warp) problems ",
+                         batch.size(), "; "));
+  ASSERT_EQ(two->raw.size(), got->raw.size());
+  EXPECT_EQ(std::memcmp(two->raw.data(), got->raw.data(),
+                        got->raw.size() * sizeof(T)),
+            0);
+  EXPECT_EQ(two->status, std::vector<uint32_t>(batch.size(), 0u));
+  const std::vector<Problem<T>> odd(batch.begin() + 100, batch.begin() + 1101);
+  absl::StatusOr<GpuResult<T>> two_odd = RunOnGpu(odd, forced);
+  ASSERT_TRUE(two_odd.ok()) << two_odd.status();
+  for (size_t p = 0; p < odd.size(); ++p) {
+    EXPECT_EQ(two_odd->values[p], got->values[100 + p]) << "problem " << p;
+    EXPECT_EQ(two_odd->status[p], 0u) << "problem " << p;
+  }
   for (size_t p : {size_t{0}, size_t{31}, size_t{1023}, batch.size() - 3}) {
     absl::StatusOr<GpuResult<T>> alone = RunOnGpu<T>({batch[p]}, {});
     ASSERT_TRUE(alone.ok()) << alone.status();

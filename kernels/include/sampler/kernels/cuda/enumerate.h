@@ -109,13 +109,16 @@ enum class EnumerateMethod : int32_t {
   // The pair kernel (a warp per problem) for every problem it takes
   // (two-term linear problems whose terms fit a warp: PairKernelFits in
   // enumerate_plan.h), the rest as kAuto: for tests and benchmarks. kAuto
-  // routes to it where it is the faster (PairKernelAuto).
+  // routes to it where it is the faster (PairKernelAuto). direct_config
+  // picks its variant (kPairVariants: 0, kAuto's, a warp per problem; 1 two
+  // problems a warp; the same bits).
   kPair = 3,
 };
 
 struct EnumerateOptions {
   EnumerateMethod method = EnumerateMethod::kAuto;
-  int direct_config = -1;  // kDirect: index into EnumerateDirectConfigs()
+  int direct_config = -1;  // kDirect: index into EnumerateDirectConfigs();
+                           // kPair: the pair kernel's variant
   // kAuto may send a linear-space problem whose result is at least
   // fft_min_length long to the FFT path. Its error is absolute, about
   // 1e-15 of the sum of the result (double transforms for both types), so

@@ -59,6 +59,9 @@ int AutoLinearConfig(int64_t lx, int64_t ly);
 // linear problems whose terms have at most kPairMaxLength values each (a
 // lane per value, a lane per two outputs).
 inline constexpr int kPairMaxLength = 32;
+// Its variants (Launch::config; the same bits): 0 a warp per problem
+// (kAuto's), 1 two problems a warp (EnumerateMethod::kPair, direct_config 1).
+inline constexpr int kPairVariants = 2;
 inline bool PairKernelFits(int64_t lx, int64_t ly) {
   return lx >= 1 && ly >= 1 && lx <= kPairMaxLength && ly <= kPairMaxLength;
 }
