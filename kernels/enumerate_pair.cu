@@ -147,12 +147,27 @@ __device__ __forceinline__ T TermValue(const T* values, int64_t at, int len,
   return lane < len ? __ldg(values + (at + lane)) : T(0);
 }
 
+// The steps j of chain b, step(j, x_j), x_j from 16-byte broadcast loads of
+// xs (j is a constant once the callers' loops are unrolled).
+template <typename T, typename Step>
+__device__ __forceinline__ void ChainSteps(const T* xs, int b, Step step) {
+  using V = Vec16<T>;
+#pragma unroll
+  for (int q = 0; q < kChainSteps / V::kCount; ++q) {
+    const typename V::Type xv = *reinterpret_cast<const typename V::Type*>(
+        xs + b * kChainSteps + q * V::kCount);
+#pragma unroll
+    for (int e = 0; e < V::kCount; ++e) {
+      step(b * kChainSteps + q * V::kCount + e, V::At(xv, e));
+    }
+  }
+}
+
 // Outputs 2l and 2l + 1 of the staged problem: xs its x (zeros past lx), yl
 // lane l's base in its y window.
 template <typename T>
 __device__ __forceinline__ void PairSums(const T* xs, const T* yl, int lx,
                                          T* r0, T* r1) {
-  using V = Vec16<T>;
   T c0[kChains], c1[kChains];
   T w = yl[YOffset(1)];  // y_{2l+1}, output 2l + 1's value at step 0
 #pragma unroll
@@ -160,20 +175,12 @@ __device__ __forceinline__ void PairSums(const T* xs, const T* yl, int lx,
     c0[b] = T(0);
     c1[b] = T(0);
     if (b * kChainSteps < lx) {  // warp-uniform
-#pragma unroll
-      for (int q = 0; q < kChainSteps / V::kCount; ++q) {
-        const typename V::Type xv = *reinterpret_cast<const typename V::Type*>(
-            xs + b * kChainSteps + q * V::kCount);
-#pragma unroll
-        for (int e = 0; e < V::kCount; ++e) {
-          const int j = b * kChainSteps + q * V::kCount + e;
-          const T xj = V::At(xv, e);
-          const T y = yl[YOffset(-j)];  // y_{2l-j}
-          c0[b] = Fma(xj, y, c0[b]);
-          c1[b] = Fma(xj, w, c1[b]);
-          w = y;  // y_{2l+1-(j+1)}
-        }
-      }
+      ChainSteps(xs, b, [&](int j, T xj) {
+        const T y = yl[YOffset(-j)];  // y_{2l-j}
+        c0[b] = Fma(xj, y, c0[b]);
+        c1[b] = Fma(xj, w, c1[b]);
+        w = y;  // y_{2l+1-(j+1)}
+      });
     }
   }
   static_assert(kChains == 4, "the tree below");
@@ -277,7 +284,6 @@ __device__ constexpr int QOffset(int c) {
 template <typename T>
 __device__ __forceinline__ void QuadSums(const T* xs, const T* yl, int lx,
                                          T (&r)[4]) {
-  using V = Vec16<T>;
   T w1 = yl[QOffset(1)], w2 = yl[QOffset(2)], w3 = yl[QOffset(3)];
   T c[4], prev[4], pair[4];
 #pragma unroll
@@ -285,24 +291,16 @@ __device__ __forceinline__ void QuadSums(const T* xs, const T* yl, int lx,
 #pragma unroll
     for (int o = 0; o < 4; ++o) c[o] = T(0);
     if (b * kChainSteps < lx) {  // warp-uniform
-#pragma unroll
-      for (int q = 0; q < kChainSteps / V::kCount; ++q) {
-        const typename V::Type xv = *reinterpret_cast<const typename V::Type*>(
-            xs + b * kChainSteps + q * V::kCount);
-#pragma unroll
-        for (int e = 0; e < V::kCount; ++e) {
-          const int j = b * kChainSteps + q * V::kCount + e;
-          const T xj = V::At(xv, e);
-          const T y = yl[QOffset(-j)];  // y_{4l'-j}
-          c[0] = Fma(xj, y, c[0]);
-          c[1] = Fma(xj, w1, c[1]);
-          c[2] = Fma(xj, w2, c[2]);
-          c[3] = Fma(xj, w3, c[3]);
-          w3 = w2;
-          w2 = w1;
-          w1 = y;
-        }
-      }
+      ChainSteps(xs, b, [&](int j, T xj) {
+        const T y = yl[QOffset(-j)];  // y_{4l'-j}
+        c[0] = Fma(xj, y, c[0]);
+        c[1] = Fma(xj, w1, c[1]);
+        c[2] = Fma(xj, w2, c[2]);
+        c[3] = Fma(xj, w3, c[3]);
+        w3 = w2;
+        w2 = w1;
+        w1 = y;
+      });
     }
 #pragma unroll
     for (int o = 0; o < 4; ++o) {
