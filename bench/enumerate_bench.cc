@@ -1,6 +1,8 @@
 // Enumeration kernel benchmark: batches of many two-term problems (m = n),
-// every direct-kernel configuration, the automatic choice and the FFT path,
-// float and double. Medians of CUDA-event timings of LaunchEnumerate alone
+// every direct-kernel configuration, the pair kernel (m <= 32: a warp per
+// problem, enumerate_pair.cu), the small-problems path (m <= 64, as the
+// server runs these problems), the automatic choice and the FFT path, float
+// and double. Medians of CUDA-event timings of LaunchEnumerate alone
 // (like the peers, which time the convolution on device-resident inputs),
 // input sets rotated so that consecutive timings read at least ~128 MB of
 // arena between them (twice the 50-60 MB L2) and never the set just read. Each
@@ -24,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +44,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/cuda/enumerate.h"
+#include "sampler/kernels/cuda/enumerate_small.h"
 #include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/enumerate.h"
@@ -137,10 +141,128 @@ const char* TypeName() {
   return sizeof(T) == 4 ? "float" : "double";
 }
 
+// The max relative error of set 0's first problems (`got`, out_per values
+// each) against EnumerateCpu; exits if any status word is set.
+template <typename T>
+double CheckAgainstCpu(const std::vector<std::vector<T>>& inputs,
+                       const std::vector<T>& got,
+                       const std::vector<uint32_t>& status, int64_t out_per) {
+  double max_rel = 0;
+  for (int64_t p = 0; p < static_cast<int64_t>(got.size()) / out_per; ++p) {
+    const PmfTerm<T> terms[2] = {{0, inputs[2 * p]}, {0, inputs[2 * p + 1]}};
+    absl::StatusOr<Pmf<T>> cpu = EnumerateCpu<T>(
+        absl::MakeConstSpan(terms, 2), ProbSpace::kLinear, ProbSpace::kLinear);
+    BENCH_CHECK(cpu.status());
+    for (int64_t k = 0; k < out_per; ++k) {
+      const double r = cpu->values[k];
+      const double g = got[p * out_per + k];
+      max_rel = std::max(max_rel, std::abs(g - r) / r);
+    }
+  }
+  for (uint32_t w : status) {
+    if (w != 0) {
+      std::fprintf(stderr, "status word set\n");
+      std::exit(1);
+    }
+  }
+  return max_rel;
+}
+
+// Downloads set 0's first problems' outputs (contiguous from the start of
+// the out region) and every status word; returns CheckAgainstCpu's error.
+template <typename T>
+double DownloadAndCheck(Stager& stager, const StagedBatch& staged,
+                        const ValuesAndStatusWords<T>& layout,
+                        const std::vector<std::vector<T>>& inputs, int64_t B,
+                        int64_t out_per) {
+  std::vector<T> got(static_cast<size_t>(std::min<int64_t>(B, 3) * out_per));
+  std::vector<uint32_t> st(B);
+  BENCH_CHECK(stager.Download(staged, [&](const char* out) {
+    std::memcpy(got.data(), layout.Values(out), got.size() * sizeof(T));
+    std::memcpy(st.data(), layout.StatusWords(out), B * sizeof(uint32_t));
+  }));
+  return CheckAgainstCpu(inputs, got, st, out_per);
+}
+
+// Warms up on every set, then times `launch(set)` in rounds over the
+// rotating sets; adds the row and prints it.
+template <typename T, typename Launch>
+void TimeAndReport(Stager& stager, int sets, bool quick,
+                   const std::string& name, int m, int64_t B, double max_rel,
+                   const std::string& launches, Launch launch,
+                   std::vector<Row>* rows) {
+  const cudaStream_t stream = stager.stream.get();
+  for (int s = 0; s < sets; ++s) launch(s);
+  const int reps = quick ? std::max(3, sets) : std::max(15, 2 * sets);
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    BENCH_CUDA(cudaEventRecord(stager.start.get(), stream));
+    launch(r % sets);
+    BENCH_CUDA(cudaEventRecord(stager.stop.get(), stream));
+    BENCH_CUDA(cudaEventSynchronize(stager.stop.get()));
+    float ms = 0;
+    BENCH_CUDA(
+        cudaEventElapsedTime(&ms, stager.start.get(), stager.stop.get()));
+    times.push_back(ms * 1e-3);
+  }
+  const double med = Median(times);
+  const double spread = (*std::max_element(times.begin(), times.end()) -
+                         *std::min_element(times.begin(), times.end())) /
+                        med;
+  rows->push_back({TypeName<T>(), name, m, B, med, spread, max_rel});
+  std::printf(
+      "%-6s m=%-6d B=%-7lld %-22s %10.3f us  %10.2f Mpairs/s  "
+      "err %.2e  [%s]\n",
+      TypeName<T>(), m, static_cast<long long>(B), name.c_str(), med * 1e6,
+      B / med / 1e6, max_rel, launches.c_str());
+  std::fflush(stdout);
+}
+
+// The session-7 small-problems path (enumerate_small.h: a warp per problem,
+// its tree in shared memory, every product in double) on the same inputs,
+// which the server's CUDA backend takes for these problems (issue 11: can it
+// serve them as well as the pair kernel?).
+template <typename T>
+void RunSmallPath(const std::vector<std::vector<std::vector<T>>>& inputs, int m,
+                  int64_t B, Stager& stager, bool quick,
+                  std::vector<Row>* rows) {
+  const int sets = static_cast<int>(inputs.size());
+  const int64_t zeros[2] = {0, 0};
+  std::vector<std::vector<std::array<absl::Span<const T>, 2>>> spans(sets);
+  std::vector<EnumerateSmallBatch<T>> small(sets);
+  std::vector<StagedBatch> staged(sets);
+  std::vector<EnumerateSmallDeviceBatch<T>> views(sets);
+  for (int s = 0; s < sets; ++s) {
+    small[s].Reset(ProbSpace::kLinear, ProbSpace::kLinear);
+    spans[s].resize(B);
+    for (int64_t p = 0; p < B; ++p) {
+      spans[s][p] = {inputs[s][2 * p], inputs[s][2 * p + 1]};
+      if (!small[s].Add(spans[s][p], zeros)) {
+        std::fprintf(stderr, "m = %d does not fit the small path\n", m);
+        std::exit(1);
+      }
+    }
+    absl::StatusOr<StagedBatch> up = stager.Upload(
+        small[s].Staging(), [&](char* in) { small[s].PackInto(in); });
+    BENCH_CHECK(up.status());
+    staged[s] = *std::move(up);
+    views[s] = small[s].View(staged[s].regions);
+  }
+  const cudaStream_t stream = stager.stream.get();
+  BENCH_CHECK(LaunchEnumerateSmall(views[0], stream));
+  const double max_rel = DownloadAndCheck(
+      stager, staged[0], small[0].OutLayout(), inputs[0], B, 2 * m - 1);
+  TimeAndReport<T>(
+      stager, sets, quick, "small path (session 7)", m, B, max_rel,
+      "enumerate_small.cu",
+      [&](int s) { BENCH_CHECK(LaunchEnumerateSmall(views[s], stream)); },
+      rows);
+}
+
 template <typename T>
 void RunCase(const Case& c, const std::vector<Variant>& variants,
              Stager& stager, EnumerateFftPlans* fft, bool quick,
-             std::vector<Row>* rows) {
+             bool small_path, std::vector<Row>* rows) {
   const cudaStream_t stream = stager.stream.get();
   const int m = c.m;
   const int64_t B = c.batch;
@@ -179,63 +301,18 @@ void RunCase(const Case& c, const std::vector<Variant>& variants,
     }
     // Check set 0's first problems against the CPU.
     BENCH_CHECK(LaunchEnumerate(built[0].view, stream, fft));
-    std::vector<T> got(static_cast<size_t>(std::min<int64_t>(B, 3) * out_per));
-    std::vector<uint32_t> st(B);
-    const ValuesAndStatusWords<T> layout = built[0].builder->OutLayout();
-    BENCH_CHECK(stager.Download(built[0].staged, [&](const char* out) {
-      std::memcpy(got.data(), layout.Values(out), got.size() * sizeof(T));
-      std::memcpy(st.data(), layout.StatusWords(out), B * sizeof(uint32_t));
-    }));
-    double max_rel = 0;
-    for (int64_t p = 0; p < std::min<int64_t>(B, 3); ++p) {
-      const PmfTerm<T> terms[2] = {{0, inputs[0][2 * p]},
-                                   {0, inputs[0][2 * p + 1]}};
-      absl::StatusOr<Pmf<T>> cpu =
-          EnumerateCpu<T>(absl::MakeConstSpan(terms, 2), ProbSpace::kLinear,
-                          ProbSpace::kLinear);
-      BENCH_CHECK(cpu.status());
-      for (int64_t k = 0; k < out_per; ++k) {
-        const double r = cpu->values[k];
-        const double g = got[p * out_per + k];
-        max_rel = std::max(max_rel, std::abs(g - r) / r);
-      }
-    }
-    for (uint32_t w : st) {
-      if (w != 0) {
-        std::fprintf(stderr, "status word set\n");
-        std::exit(1);
-      }
-    }
-    // Warm up, then time rounds over the rotating sets.
-    for (int s = 0; s < sets; ++s) {
-      BENCH_CHECK(LaunchEnumerate(built[s].view, stream, fft));
-    }
-    const int reps = quick ? std::max(3, sets) : std::max(15, 2 * sets);
-    std::vector<double> times;
-    for (int r = 0; r < reps; ++r) {
-      const Set<T>& set = built[r % sets];
-      BENCH_CUDA(cudaEventRecord(stager.start.get(), stream));
-      BENCH_CHECK(LaunchEnumerate(set.view, stream, fft));
-      BENCH_CUDA(cudaEventRecord(stager.stop.get(), stream));
-      BENCH_CUDA(cudaEventSynchronize(stager.stop.get()));
-      float ms = 0;
-      BENCH_CUDA(
-          cudaEventElapsedTime(&ms, stager.start.get(), stager.stop.get()));
-      times.push_back(ms * 1e-3);
-    }
-    const double med = Median(times);
-    const double spread = (*std::max_element(times.begin(), times.end()) -
-                           *std::min_element(times.begin(), times.end())) /
-                          med;
-    rows->push_back({TypeName<T>(), variant.name, m, B, med, spread, max_rel});
-    std::printf(
-        "%-6s m=%-6d B=%-7lld %-22s %10.3f us  %10.2f Mpairs/s  "
-        "err %.2e  [%s]\n",
-        TypeName<T>(), m, static_cast<long long>(B), variant.name.c_str(),
-        med * 1e6, B / med / 1e6, max_rel,
-        built[0].builder->DescribeLaunches().c_str());
-    std::fflush(stdout);
+    const double max_rel =
+        DownloadAndCheck(stager, built[0].staged, built[0].builder->OutLayout(),
+                         inputs[0], B, out_per);
+    TimeAndReport<T>(
+        stager, sets, quick, variant.name, m, B, max_rel,
+        built[0].builder->DescribeLaunches(),
+        [&](int s) {
+          BENCH_CHECK(LaunchEnumerate(built[s].view, stream, fft));
+        },
+        rows);
   }
+  if (small_path) RunSmallPath(inputs, m, B, stager, quick, rows);
 }
 
 // The configurations timed for a size: those that can be competitive there,
@@ -246,6 +323,8 @@ bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch) {
   const bool peers_batch =
       (m == 32) || (m == 256 && batch == 4096) || (m == 1024 && batch == 256);
   if (g == 32) return m <= 1024 && peers_batch;
+  // Below the peers' m = 32: the sub-warps, the direct kernel's choice there.
+  if (m < 32) return g == 1 && r == 5 && c.subwarps == 2 && c.tasks == 1;
   if (m <= 32) return g == 1 && r <= 5;
   if (c.subwarps > 1 || c.tasks > 1) return false;
   if (m <= 256) return g <= 4 && !(g == 1 && r == 15);
@@ -334,10 +413,11 @@ int Main(int argc, char** argv) {
   if (!fft.ok())
     std::printf("FFT path off: %s\n", fft.status().ToString().c_str());
 
-  // The peers' batch sizes (peers-h200-2026-11-21.json) and larger ones.
+  // The peers' batch sizes (peers-h200-2026-11-21.json) and larger ones;
+  // m = 16 for the pair kernel below the peers' size.
   const std::vector<Case> cases = {
-      {32, 262144}, {256, 4096}, {256, 16384}, {1024, 256},
-      {1024, 2048}, {4096, 128}, {16384, 16},
+      {32, 262144}, {16, 262144}, {256, 4096}, {256, 16384},
+      {1024, 256},  {1024, 2048}, {4096, 128}, {16384, 16},
   };
   std::vector<Row> rows;
   for (const Case& c : cases) {
@@ -355,6 +435,13 @@ int Main(int argc, char** argv) {
         o.direct_config = static_cast<int>(k);
         variants.push_back({configs[k].name, o});
       }
+      if (c.m <= 32) {
+        EnumerateOptions o;
+        o.method = EnumerateMethod::kPair;
+        variants.push_back({"pair (warp per problem)", o});
+        o.direct_config = 1;
+        variants.push_back({"pair x2 (two a warp)", o});
+      }
       if (fft.ok() && c.m >= 256) {
         EnumerateOptions o;
         o.method = EnumerateMethod::kFft;
@@ -368,12 +455,18 @@ int Main(int argc, char** argv) {
         }
         variants = std::move(kept);
       }
+      // The small-problems path where it fits (2m values), unless --only
+      // names another variant.
+      const bool small_path =
+          2 * c.m <= kSmallMaxValues &&
+          (only.empty() ||
+           std::string("small path").rfind(only.substr(prefix.size()), 0) == 0);
       if (type == 0) {
         RunCase<float>(c, variants, **stager, fft.ok() ? fft->get() : nullptr,
-                       quick, &rows);
+                       quick, small_path, &rows);
       } else {
         RunCase<double>(c, variants, **stager, fft.ok() ? fft->get() : nullptr,
-                        quick, &rows);
+                        quick, small_path, &rows);
       }
     }
   }

@@ -5,9 +5,10 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb small plan crossover upload unary categorical.
+# service floor multi wire pb small plan crossover upload unary categorical
+# enumerate.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload unary categorical}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload unary categorical enumerate}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -30,7 +31,7 @@ done
 declare -A subset=(
   [boards]='BoardsGpuTest.Go19x19TwoColoursMatchesCpu:BoardsGpuTest.MixedBatchMatchesCpu'
   [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch:CategoricalGpuTest/0.LanesManyRowsAndChunks:CategoricalGpuTest/1.WarpTilesMixedBatch'
-  [enumerate]='EnumerateGpuTest/*.SanitizerSmoke:EnumerateGpuTest/*.SmallPath*'
+  [enumerate]='EnumerateGpuTest/*.SanitizerSmoke:EnumerateGpuTest/*.SmallPath*:EnumerateGpuTest/*.PairKernel*'
   [gamma]='GammaGpuTest/0.MixedBatchesMatchCpuBitForBit:GammaGpuTest/1.DirichletRaggedBatchesMatchCpuBitForBit'
 )
 want sanitizers && for t in boards categorical enumerate gamma; do
@@ -219,6 +220,31 @@ if want categorical; then
     --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1
   summary "categorical issue table: rc=$? $(grep -E 'copy' \
     "$work/categorical_issue.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+fi
+
+# The enumeration kernels (issue 11): enumerate_bench at every size, float
+# and double, the pair kernel (m <= 32, a warp per problem) beside the
+# direct kernel's configurations and the small-problems path (the server's
+# route for these problems) at m = 32 and 16; about 40 s (21 s in session 7
+# before the pair kernel, the small path and m = 16).
+if want enumerate; then
+  timeout 150 ./enumerate_bench --json="$work/enumerate_bench.json" \
+    > "$work/enumerate_bench.log" 2>&1
+  summary "enumerate bench: rc=$? $(grep -E '^(device|(float|double) +m=(32|16) )' \
+    "$work/enumerate_bench.log" | sed -E 's/ +/ /g; s/ *\[.*//' | tr '\n' ';')"
+  # Where the pair kernel's time goes (float, m = 32): Nsight Compute on
+  # one launch of each variant, where ncu is installed.
+  if command -v ncu > /dev/null; then
+    for v in "pair (:pair" "pair x2:pair_x2"; do
+      timeout 120 ncu --section SpeedOfLight --section Occupancy \
+        --section SchedulerStats --section WarpStateStats \
+        --section MemoryWorkloadAnalysis --section LaunchStats \
+        -k regex:Pair -c 1 ./enumerate_bench --quick \
+        "--only=float:32:262144:${v%%:*}" > "$work/enumerate_${v##*:}_ncu.log" 2>&1
+      summary "enumerate ${v##*:} ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|L1/TEX Cache Throughput|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread' \
+        "$work/enumerate_${v##*:}_ncu.log" | sed -E 's/ +/ /g' | head -8 | tr '\n' ';')"
+    done
+  fi
 fi
 
 tar -C "$work" -czf "$out/results.tgz" .

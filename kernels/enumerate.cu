@@ -1,6 +1,8 @@
 // CUDA enumeration (cuda/enumerate.h): the direct warp-cooperative
 // convolution in linear and log space, the copy of one-term problems, the
-// cuFFT path's kernels, and the launcher. The host-side planning of a
+// cuFFT path's kernels, and the launcher (which also launches the pair
+// kernel of enumerate_pair.cu: a warp per two-term problem of at most 32
+// values a term, the planner's choice for those). The host-side planning of a
 // segmented batch is enumerate_plan.cc (the configurations both share:
 // cuda/enumerate_plan.h), the cuFFT plans enumerate_fft_plans.cc.
 //
@@ -83,6 +85,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "enumerate_pair.h"
 #include "enumerate_tilt.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/cuda/enumerate_plan.h"
@@ -1558,7 +1561,7 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
         absl::StrCat("enumerate: the batch needs ", batch.scratch_needed,
                      " bytes of scratch, got ", batch.scratch_bytes));
   }
-  if (batch.status != nullptr && batch.num_problems > 0) {
+  if (batch.status != nullptr && batch.num_problems > 0 && batch.zero_status) {
     SAMPLER_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
         batch.status, 0, sizeof(uint32_t) * batch.num_problems, stream));
   }
@@ -1602,6 +1605,11 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
       case LaunchKind::kExtended:
         SAMPLER_RETURN_IF_ERROR(
             LaunchEntry<T>(ExtendedKernelFor<T>(l.config), args, stream));
+        break;
+      case LaunchKind::kPair:
+        SAMPLER_RETURN_IF_ERROR(enumerate_internal::LaunchPairKernel<T>(
+            l.config, args.steps, args.num_tasks, values, batch.out,
+            batch.status, stream));
         break;
       case LaunchKind::kFft: {
         if (fft == nullptr) {

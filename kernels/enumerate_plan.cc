@@ -44,6 +44,14 @@ int AutoLinearConfig(int64_t lx, int64_t ly) {
   return 9;                  // g2r15
 }
 
+// Every size the pair kernel fits. By count of instructions it issues less
+// per problem than the direct kernel's sub-warps (g1r5x2q1, the choice
+// below 41) at every size up to 32 (enumerate_pair.cu): the same arithmetic
+// per step and problem, about a third of their fixed cost (no tile
+// geometry, staging loops or output staging). enumerate_bench times both
+// (pair, g1r5x2q1) at m = 16 and 32.
+bool PairKernelAuto(int64_t lx, int64_t ly) { return PairKernelFits(lx, ly); }
+
 int AutoLogConfig(int64_t lx) { return lx <= 64 ? 0 : 1; }
 
 int TileOutputs(LaunchKind kind, int config) {
@@ -79,6 +87,8 @@ using enumerate_internal::kOutLog;
 using enumerate_internal::Launch;
 using enumerate_internal::LaunchKind;
 using enumerate_internal::Log2;
+using enumerate_internal::PairKernelAuto;
+using enumerate_internal::PairKernelFits;
 using enumerate_internal::StepProblem;
 using enumerate_internal::Task;
 using enumerate_internal::TileOutputs;
@@ -122,6 +132,7 @@ void EnumerateBatchBuilder<T>::Reset(const EnumerateOptions& options) {
   fft_work_at_ = 0;
   total_out_ = 0;
   pairs_ = 0;
+  pair_problems_ = 0;
 }
 
 template <typename T>
@@ -263,12 +274,17 @@ namespace {
 // order run the tree bottom up, a level's launches after the last level's.
 constexpr int kLinearSlots = 2 * kNumDirectConfigs;  // config, f32
 constexpr int kLogSlots = 2 * static_cast<int>(std::size(kLogGroups));
-// Copies, linear, log, then extended launches (as many slots as log).
-constexpr int kGroupsPerLevel = 1 + kLinearSlots + 2 * kLogSlots;
+// Copies, linear, log, then extended launches (as many slots as log), then
+// the pair kernel's (level 1 only).
+constexpr int kPairSlot = 1 + kLinearSlots + 2 * kLogSlots;
+constexpr int kGroupsPerLevel = kPairSlot + enumerate_internal::kPairVariants;
 // Levels of a tree of fewer than 2^31 terms, plus level 0 (the copies).
 constexpr int kMaxLevels = 32;
 
 int GroupIndex(int level, LaunchKind kind, int config, bool f32) {
+  if (kind == LaunchKind::kPair) {
+    return level * kGroupsPerLevel + kPairSlot + config;
+  }
   const int in_kind = 2 * config + (f32 ? 1 : 0);
   const int slot = kind == LaunchKind::kCopy     ? 0
                    : kind == LaunchKind::kLinear ? 1 + in_kind
@@ -282,9 +298,9 @@ int GroupIndex(int level, LaunchKind kind, int config, bool f32) {
 void SetGroup(int group, Launch* l) {
   l->level = group / kGroupsPerLevel;
   const int slot = group % kGroupsPerLevel;
-  if (slot == 0) {
-    l->kind = LaunchKind::kCopy;
-    l->config = 0;
+  if (slot == 0 || slot >= kPairSlot) {
+    l->kind = slot == 0 ? LaunchKind::kCopy : LaunchKind::kPair;
+    l->config = slot == 0 ? 0 : slot - kPairSlot;
     l->f32 = false;
     return;
   }
@@ -399,8 +415,22 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
         }
         const int64_t lx = std::min(a.len, b.len);
         const int64_t ly = std::max(a.len, b.len);
+        // The pair kernel: a two-term problem's only pair (so level 1, the
+        // root, both operands terms).
+        const bool pair = !log_path && pd.num_terms == 2 &&
+                          ((options_.method == EnumerateMethod::kAuto &&
+                            PairKernelAuto(lx, ly)) ||
+                           (options_.method == EnumerateMethod::kPair &&
+                            PairKernelFits(lx, ly)));
         int group;
-        if (log_path) {
+        if (pair) {
+          const bool variant =
+              options_.method == EnumerateMethod::kPair &&
+              options_.direct_config > 0 &&
+              options_.direct_config < enumerate_internal::kPairVariants;
+          group = GroupIndex(level, LaunchKind::kPair,
+                             variant ? options_.direct_config : 0, false);
+        } else if (log_path) {
           group = GroupIndex(
               level, extended ? LaunchKind::kExtended : LaunchKind::kLog,
               AutoLogConfig(lx), false);
@@ -496,9 +526,10 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
     l.sp_count = count;
     const absl::Span<const StepProblem> sps(steps_.data() + l.sp_begin,
                                             static_cast<size_t>(count));
-    if (l.kind == LaunchKind::kCopy) {
-      l.task_begin = -1;
+    if (l.kind == LaunchKind::kCopy || l.kind == LaunchKind::kPair) {
+      l.task_begin = -1;  // a warp per problem
       l.task_count = l.sp_count;
+      if (l.kind == LaunchKind::kPair) pair_problems_ += l.sp_count;
     } else {
       const int tw = TileOutputs(l.kind, l.config);
       int64_t tiles_total = 0;
@@ -594,6 +625,9 @@ EnumerateBatch<T> EnumerateBatchBuilder<T>::View(const void* device_arena,
   b.fft_problems_at = layout_.fft_problems;
   b.scratch_needed = scratch_bytes_;
   b.fft_work_at = fft_work_at_;
+  // The pair kernel writes its problems' status words; no other kernel
+  // writes theirs.
+  b.zero_status = pair_problems_ != static_cast<int64_t>(problems_.size());
   b.launches = &launches_;
   return b;
 }
@@ -622,6 +656,12 @@ std::string EnumerateBatchBuilder<T>::DescribeLaunches() const {
       case LaunchKind::kFft:
         absl::StrAppend(&s, "fft n=", l.fft_length, " problems ",
                         l.fft_problems, " signals ", l.fft_signals, "; ");
+        break;
+      case LaunchKind::kPair:
+        absl::StrAppend(&s, "level ", l.level,
+                        l.config == 1 ? " pair (two problems a warp) "
+                                      : " pair (warp per problem) ",
+                        "problems ", l.sp_count, "; ");
         break;
     }
   }

@@ -465,6 +465,89 @@ TYPED_TEST(EnumerateCudaHostTest, PlannedTreeComputesTheSum) {
   }
 }
 
+// The pair kernel's bounds: both terms of at most kPairMaxLength values; kAuto
+// takes it wherever it fits.
+TEST(EnumeratePlanTest, PairKernelBounds) {
+  using enumerate_internal::kPairMaxLength;
+  using enumerate_internal::PairKernelAuto;
+  using enumerate_internal::PairKernelFits;
+  EXPECT_TRUE(PairKernelFits(1, 1));
+  EXPECT_TRUE(PairKernelFits(32, 32));
+  EXPECT_TRUE(PairKernelFits(1, kPairMaxLength));
+  EXPECT_FALSE(PairKernelFits(kPairMaxLength, kPairMaxLength + 1));
+  EXPECT_FALSE(PairKernelFits(kPairMaxLength + 1, 1));
+  EXPECT_FALSE(PairKernelFits(0, 3));
+  for (int64_t lx = 1; lx <= 40; ++lx) {
+    for (int64_t ly = lx; ly <= 40; ++ly) {
+      EXPECT_EQ(PairKernelAuto(lx, ly), PairKernelFits(lx, ly));
+    }
+  }
+}
+
+// Two-term linear problems that fit a warp take the pair kernel (kAuto and
+// kPair; a forced direct configuration does not), whatever else is in the
+// batch; log-path problems, longer terms and longer trees do not. A batch
+// of pair problems only leaves its status words to the kernel.
+TYPED_TEST(EnumerateCudaHostTest, PairKernelRoute) {
+  using T = TypeParam;
+  const std::vector<T> v32 = Uniform<T>(32), v33 = Uniform<T>(33),
+                       v1 = Uniform<T>(1), v7 = Uniform<T>(7);
+  const auto described = [](EnumerateOptions options,
+                            const std::vector<std::vector<PmfTerm<T>>>& ps,
+                            ProbSpace out, bool* zero_status) {
+    EnumerateBatchBuilder<T> b(options);
+    for (const auto& terms : ps) {
+      EXPECT_TRUE(b.Add(terms, ProbSpace::kLinear, out).ok());
+    }
+    EXPECT_TRUE(b.Finish().ok());
+    *zero_status = b.View(nullptr, nullptr, nullptr, nullptr, 0).zero_status;
+    return b.DescribeLaunches();
+  };
+  const std::vector<PmfTerm<T>> widest = {{0, v32}, {5, v32}};
+  const std::vector<PmfTerm<T>> thin = {{0, v1}, {-2, v7}};
+  bool zero_status = true;
+  EXPECT_EQ(described({}, {widest, thin}, ProbSpace::kLinear, &zero_status),
+            "level 1 pair (warp per problem) problems 2; ");
+  EXPECT_FALSE(zero_status);
+  EnumerateOptions forced_pair;
+  forced_pair.method = EnumerateMethod::kPair;
+  EXPECT_EQ(described(forced_pair, {thin}, ProbSpace::kLinear, &zero_status),
+            "level 1 pair (warp per problem) problems 1; ");
+  EXPECT_FALSE(zero_status);
+  forced_pair.direct_config = 1;  // variant 1: two problems a warp
+  EXPECT_EQ(
+      described(forced_pair, {thin, widest}, ProbSpace::kLinear, &zero_status),
+      "level 1 pair (two problems a warp) problems 2; ");
+  EXPECT_FALSE(zero_status);
+  // Mixed: the other problems keep their kernels, the launch zeroes the
+  // status words.
+  const std::vector<PmfTerm<T>> longer = {{0, v32}, {0, v33}};
+  const std::vector<PmfTerm<T>> three = {{0, v7}, {0, v7}, {0, v7}};
+  const std::string mixed =
+      described({}, {longer, widest, three}, ProbSpace::kLinear, &zero_status);
+  const std::string pair_launch =
+      "level 1 pair (warp per problem) problems 1; ";
+  const size_t at = mixed.find(pair_launch);
+  EXPECT_NE(at, std::string::npos) << mixed;
+  EXPECT_EQ(mixed.find("pair", at + pair_launch.size()), std::string::npos)
+      << mixed;
+  EXPECT_NE(mixed.find("level 2 linear"), std::string::npos) << mixed;
+  EXPECT_TRUE(zero_status);
+  EXPECT_EQ(described({}, {widest}, ProbSpace::kLog, &zero_status),
+            "level 1 extended g1 problems 1 tasks 1; ");
+  EXPECT_TRUE(zero_status);
+  EnumerateOptions forced;
+  forced.method = EnumerateMethod::kDirect;
+  forced.direct_config = AutoLinearConfig(32, 32);
+  const std::string f = std::is_same_v<T, float> ? " f32" : " f64";
+  EXPECT_EQ(
+      described(forced, {widest}, ProbSpace::kLinear, &zero_status),
+      "level 1 linear " +
+          std::string(EnumerateDirectConfigs()[forced.direct_config].name) + f +
+          " problems 1 tasks 1; ");
+  EXPECT_TRUE(zero_status);
+}
+
 // The small-problems path's routing: linear problems of 1..kSmallMaxTerms
 // terms and at most kSmallMaxValues values take it; the log path, more
 // terms or more values keep the planned tree.

@@ -1266,5 +1266,100 @@ TYPED_TEST(EnumerateGpuTest, SmallPathFlagsNonFinite) {
   EXPECT_EQ(got->values[1], (std::vector<T>{0.125, 0.5, 0.375}));
 }
 
+// The pair kernel (enumerate_pair.cu: a warp per two-term linear problem of
+// at most 32 values a term), which kAuto takes for those problems: every
+// pair of lengths 1..32 (several times, in both orders), normalised or
+// scaled, some with zero points or a term of zeros, against the long double
+// reference and EnumerateCpu (CheckBatch); every status word written (the
+// launch skips their zeroing for a batch of pair problems only: RunOnGpu
+// poisons them); the same bits on repeated runs, forced (kPair) as chosen
+// (kAuto), and for a problem alone as in its batch, or in a batch mixed with
+// problems of other kernels.
+TYPED_TEST(EnumerateGpuTest, PairKernelMatchesReferenceAndCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  std::vector<Problem<T>> batch;
+  for (int round = 0; round < 3; ++round) {
+    for (int lx = 1; lx <= 32; ++lx) {
+      for (int ly = 1; ly <= 32; ++ly) {
+        Problem<T> p;
+        const bool normalise = this->rng_() % 2 == 0;
+        for (int len : {lx, ly}) {
+          TermData<T> term = RandomTerm<T>(this->rng_, len, normalise,
+                                           0.5 + 1.5 * Uniform(this->rng_),
+                                           ProbSpace::kLinear);
+          if (this->rng_() % 7 == 0) {  // zero-probability points
+            for (T& v : term.values) {
+              if (this->rng_() % 3 == 0) v = 0;
+            }
+          }
+          p.terms.push_back(std::move(term));
+        }
+        batch.push_back(std::move(p));
+      }
+    }
+  }
+  // A term with no mass; exact values.
+  batch.push_back({{{3, {T{0.5}, T{0.25}, T{0.25}}}, {-9, {0, 0, 0, 0}}}});
+  batch.push_back({{{-3, {0.5, 0.5}}, {10, {0.25, 0.75}}}});
+  absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {}, nullptr, 2);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+  EXPECT_EQ(got->launches,
+            absl::StrCat("level 1 pair (warp per problem) problems ",
+                         batch.size(), "; "));
+  const double worst = this->CheckBatch(batch, *got, "pair kernel");
+  std::cout << "pair kernel: worst error / tolerance " << worst << "\n";
+  EXPECT_EQ(got->values.back(), (std::vector<T>{0.125, 0.5, 0.375}));
+  EXPECT_EQ(got->offsets.back(), 7);
+
+  EnumerateOptions forced;
+  forced.method = EnumerateMethod::kPair;
+  absl::StatusOr<GpuResult<T>> again = RunOnGpu(batch, forced);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->raw.size(), got->raw.size());
+  EXPECT_EQ(std::memcmp(again->raw.data(), got->raw.data(),
+                        got->raw.size() * sizeof(T)),
+            0);
+  // Variant 1 (two problems a warp): the same bits, also with an odd
+  // number of problems (the last warp's second half without one).
+  forced.direct_config = 1;
+  absl::StatusOr<GpuResult<T>> two = RunOnGpu(batch, forced);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->launches,
+            absl::StrCat("level 1 pair (two problems a warp) problems ",
+                         batch.size(), "; "));
+  ASSERT_EQ(two->raw.size(), got->raw.size());
+  EXPECT_EQ(std::memcmp(two->raw.data(), got->raw.data(),
+                        got->raw.size() * sizeof(T)),
+            0);
+  EXPECT_EQ(two->status, std::vector<uint32_t>(batch.size(), 0u));
+  const std::vector<Problem<T>> odd(batch.begin() + 100, batch.begin() + 1101);
+  absl::StatusOr<GpuResult<T>> two_odd = RunOnGpu(odd, forced);
+  ASSERT_TRUE(two_odd.ok()) << two_odd.status();
+  for (size_t p = 0; p < odd.size(); ++p) {
+    EXPECT_EQ(two_odd->values[p], got->values[100 + p]) << "problem " << p;
+    EXPECT_EQ(two_odd->status[p], 0u) << "problem " << p;
+  }
+  for (size_t p : {size_t{0}, size_t{31}, size_t{1023}, batch.size() - 3}) {
+    absl::StatusOr<GpuResult<T>> alone = RunOnGpu<T>({batch[p]}, {});
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    EXPECT_EQ(alone->values[0], got->values[p]) << "problem " << p;
+  }
+  // Mixed with problems of other kernels (their status words zeroed by the
+  // launch, the pair problems' written by the pair kernel).
+  std::vector<Problem<T>> mixed = {batch[5], batch[2000]};
+  mixed.push_back(RandomProblem<T>(this->rng_, 5, 100'000, ProbSpace::kLinear,
+                                   ProbSpace::kLinear));
+  mixed.push_back(RandomProblem<T>(this->rng_, 3, 100'000, ProbSpace::kLinear,
+                                   ProbSpace::kLog));
+  mixed.push_back(batch[3000]);
+  absl::StatusOr<GpuResult<T>> with_others = RunOnGpu(mixed, {});
+  ASSERT_TRUE(with_others.ok()) << with_others.status();
+  this->CheckBatch(mixed, *with_others, "pair kernel, mixed batch");
+  EXPECT_EQ(with_others->values[0], got->values[5]);
+  EXPECT_EQ(with_others->values[1], got->values[2000]);
+  EXPECT_EQ(with_others->values[4], got->values[3000]);
+}
+
 }  // namespace
 }  // namespace sampler::kernels::cuda

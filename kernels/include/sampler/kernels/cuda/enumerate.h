@@ -37,7 +37,9 @@
 // lanes of a group sit on the skew diagonals x + y = k of the outer product
 // (the blog's skew-diagonal tile) and, at the end, sum them with a
 // __shfl_xor_sync butterfly (lecture version 3); x and a window of y are
-// staged through shared memory. Linear space accumulates in double (float
+// staged through shared memory. Two-term linear problems whose terms have at
+// most 32 values take the pair kernel instead (enumerate_pair.cu): a warp
+// per problem, two outputs a lane. Linear space accumulates in double (float
 // products in short float chains folded into double); the log path (log
 // input or output) runs the CPU's extended-range scheme (m * 2^e nodes,
 // tilted tiles of plain doubles: enumerate_cpu_convolve.h) and converts to
@@ -104,11 +106,19 @@ enum class EnumerateMethod : int32_t {
   // cuFFT convolution for every linear-space problem (log-space problems
   // still take the direct kernel): for tests and benchmarks.
   kFft = 2,
+  // The pair kernel (a warp per problem) for every problem it takes
+  // (two-term linear problems whose terms fit a warp: PairKernelFits in
+  // enumerate_plan.h), the rest as kAuto: for tests and benchmarks. kAuto
+  // routes to it where it is the faster (PairKernelAuto). direct_config
+  // picks its variant (kPairVariants: 0, kAuto's, a warp per problem; 1 two
+  // problems a warp; the same bits).
+  kPair = 3,
 };
 
 struct EnumerateOptions {
   EnumerateMethod method = EnumerateMethod::kAuto;
-  int direct_config = -1;  // kDirect: index into EnumerateDirectConfigs()
+  int direct_config = -1;  // kDirect: index into EnumerateDirectConfigs();
+                           // kPair: the pair kernel's variant
   // kAuto may send a linear-space problem whose result is at least
   // fft_min_length long to the FFT path. Its error is absolute, about
   // 1e-15 of the sum of the result (double transforms for both types), so
@@ -210,8 +220,17 @@ struct Task {
 };
 
 // kLog: log space in double (log inputs beyond the extended range);
-// kExtended: every other log-path problem, in extended-range arithmetic.
-enum class LaunchKind : int32_t { kCopy, kLinear, kLog, kFft, kExtended };
+// kExtended: every other log-path problem, in extended-range arithmetic;
+// kPair: two-term linear problems that fit a warp, a warp each
+// (enumerate_pair.cu).
+enum class LaunchKind : int32_t {
+  kCopy,
+  kLinear,
+  kLog,
+  kFft,
+  kExtended,
+  kPair
+};
 
 // One kernel launch (host side), over a contiguous range of step problems
 // (pair convolutions of one tree level)
@@ -271,6 +290,9 @@ struct EnumerateBatch {
          fft_problems_at = 0;
   size_t scratch_needed = 0;
   size_t fft_work_at = 0;  // scratch offset (bytes) of cuFFT's work area
+  // False where the kernels write every status word themselves (a batch
+  // of pair-kernel problems only): the launch then skips their zeroing.
+  bool zero_status = true;
   const std::vector<enumerate_internal::Launch>* launches = nullptr;
 };
 
@@ -437,6 +459,7 @@ class EnumerateBatchBuilder {
   size_t fft_work_at_ = 0;
   int64_t total_out_ = 0;
   int64_t pairs_ = 0;
+  int64_t pair_problems_ = 0;  // in kPair launches
 };
 
 extern template class EnumerateBatchBuilder<float>;

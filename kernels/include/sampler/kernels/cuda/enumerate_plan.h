@@ -55,6 +55,21 @@ inline constexpr int kExtendedOutputs = 5;
 // enumerate-kernel.md.
 int AutoLinearConfig(int64_t lx, int64_t ly);
 
+// The pair kernel (LaunchKind::kPair, enumerate_pair.cu) takes two-term
+// linear problems whose terms have at most kPairMaxLength values each (a
+// lane per value, a lane per two outputs).
+inline constexpr int kPairMaxLength = 32;
+// Its variants (Launch::config; the same bits): 0 a warp per problem
+// (kAuto's), 1 two problems a warp (EnumerateMethod::kPair, direct_config 1).
+inline constexpr int kPairVariants = 2;
+inline bool PairKernelFits(int64_t lx, int64_t ly) {
+  return lx >= 1 && ly >= 1 && lx <= kPairMaxLength && ly <= kPairMaxLength;
+}
+
+// Whether kAuto sends such a problem (shorter term lx, longer ly) to the
+// pair kernel: a function of the sizes only, like AutoLinearConfig.
+bool PairKernelAuto(int64_t lx, int64_t ly);
+
 // The log-space configuration (an index of kLogGroups) for a step whose
 // shorter operand has lx values.
 int AutoLogConfig(int64_t lx);
