@@ -438,6 +438,7 @@ int Main(int argc, char** argv) {
       if (c.m <= 32) {
         EnumerateOptions o;
         o.method = EnumerateMethod::kPair;
+        o.direct_config = 0;
         variants.push_back({"pair (warp per problem)", o});
         o.direct_config = 1;
         variants.push_back({"pair x2 (two a warp)", o});

@@ -424,12 +424,14 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
                             PairKernelFits(lx, ly)));
         int group;
         if (pair) {
-          const bool variant =
+          const bool forced =
               options_.method == EnumerateMethod::kPair &&
-              options_.direct_config > 0 &&
+              options_.direct_config >= 0 &&
               options_.direct_config < enumerate_internal::kPairVariants;
           group = GroupIndex(level, LaunchKind::kPair,
-                             variant ? options_.direct_config : 0, false);
+                             forced ? options_.direct_config
+                                    : enumerate_internal::kAutoPairVariant,
+                             false);
         } else if (log_path) {
           group = GroupIndex(
               level, extended ? LaunchKind::kExtended : LaunchKind::kLog,

@@ -62,6 +62,9 @@ inline constexpr int kPairMaxLength = 32;
 // Its variants (Launch::config; the same bits): 0 a warp per problem
 // (kAuto's), 1 two problems a warp (EnumerateMethod::kPair, direct_config 1).
 inline constexpr int kPairVariants = 2;
+// The variant kAuto (and kPair without a direct_config) runs: 0, measured
+// (bench/results/enumerate-kernel.md, session 8); 1 is not yet.
+inline constexpr int kAutoPairVariant = 0;
 inline bool PairKernelFits(int64_t lx, int64_t ly) {
   return lx >= 1 && ly >= 1 && lx <= kPairMaxLength && ly <= kPairMaxLength;
 }
