@@ -257,6 +257,14 @@ ROW_SPLIT_LARGEST_K = {"f32": 385280, "f64": 198400}
 
 
 def service_kernel(K, precision="f32"):
+    if K <= 256:
+        return "lane-groups"
+    return session7_service_kernel(K, precision)
+
+
+# The routing of session 7 (lanes up to K = 128, warp tiles beyond), for runs
+# that did not measure the lane-group kernel.
+def session7_service_kernel(K, precision="f32"):
     if K <= 128:
         return "lanes"
     if K <= 2 ** 15:
@@ -279,7 +287,8 @@ def earlier_service_kernel(K, precision="f32"):
 def routed_row(rows, K, precision):
     """The row of the service's kernel at K among `rows` (one K), else of the
     earlier routing's kernel, else None."""
-    for kern in (service_kernel(K, precision), earlier_service_kernel(K, precision)):
+    for kern in (service_kernel(K, precision), session7_service_kernel(K, precision),
+                 earlier_service_kernel(K, precision)):
         r = next((r for r in rows if r["kernel"] == kern), None)
         if r is not None:
             return r
@@ -676,9 +685,9 @@ def markdown(d, prefix):
     # Categorical.
     A("## Categorical")
     A("")
-    A("The service's kernel at each K (server/cuda_exec_categorical.cc: lanes up to K = 128, "
-      "warp tiles to 2^15, row split beyond; butterfly below 64 and warp per row from 64 in runs "
-      "before them), float32 weights, one draw per row, M = 2^27 / K rows "
+    A("The service's kernel at each K (server/cuda_exec_categorical.cc: lane groups up to "
+      "K = 256, warp tiles to 2^15, row split beyond; in earlier runs lanes up to 128, and before "
+      "them butterfly below 64 and warp per row from 64), float32 weights, one draw per row, M = 2^27 / K rows "
       "(512 MiB), the same M as the peers. TB/s counts M x K x 4 bytes read plus M x 4 written. "
       "Peers (same M, K): `torch.multinomial`, `Categorical.sample`, Gumbel-max argmax, "
       "cumsum + searchsorted, and `jax.random.categorical` at K = 1024; their fraction of copy "
@@ -859,7 +868,7 @@ def plots(d, folder):
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     ax = axes[0]
     allr = t["categorical_all"]
-    for kern in ("lanes", "warp-tiles", "butterfly", "butterfly-cap", "warp-per-row", "prefix-sum"):
+    for kern in ("lane-groups", "lanes", "warp-tiles", "warp-tiles-ef", "butterfly", "butterfly-cap", "warp-per-row", "prefix-sum"):
         rs = sorted((r for r in allr if r["kernel"] == kern and r["precision"] == "f32"
                      and r["kind"] == "weights" and r["draws"] == 1), key=lambda r: r["K"])
         if rs:

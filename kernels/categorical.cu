@@ -1054,7 +1054,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
           }
         }
         plan.lane_groups_staged =
-            plan.lane_groups_staged || s.draws >= kLaneGroupsStageFromDraws;
+            plan.lane_groups_staged || (s.draws >= kLaneGroupsStageFromDraws &&
+                                        s.categories <= kLaneGroupsStageUpToK);
         break;
     }
     if (need > 0) {

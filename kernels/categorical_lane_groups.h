@@ -28,13 +28,19 @@ inline constexpr int LaneGroupLanes(int64_t categories) {
                              : 8;
 }
 
-// The fewest draws a row for which a batch stages its draws in shared
-// memory and writes them out together (CategoricalPlan::lane_groups_staged;
-// the staged instances hold 64 registers, 8 blocks an SM, against 48 and
-// 10). Session 8's mid-call run measured the unstaged kernel only (D = 4:
-// 53.1/64.0/53.7/60.4/55.1% of copy at K = 32/64/100/128/256; D = 32:
-// 11.9/26.2/35.9/40.6/49.3%): raise this if staging loses at D = 4.
-inline constexpr int32_t kLaneGroupsStageFromDraws = 2;
+// When a batch stages its draws in shared memory and writes them out
+// together (CategoricalPlan::lane_groups_staged; the staged instances hold
+// 64 registers, 8 blocks an SM, against 48 and 10): some segment with at
+// least kLaneGroupsStageFromDraws draws a row and at most
+// kLaneGroupsStageUpToK categories. Session 8 on an H100, % of copy
+// unstaged (mid-session call) -> staged (final call), K = 32/64/100/128/256:
+// D = 4: 53.1/64.0/53.7/60.4/55.1 -> 46.0/42.5/49.5/55.5/52.2 (staging
+// loses everywhere); D = 32: 11.9/26.2/35.9/40.6/49.3 ->
+// 21.6/25.7/30.4/34.7/44.9 (wins only at K = 32, where a lane's row has
+// the most draws to scatter). D = 1 agreed between the calls (63.5 / 63.2
+// at K = 32).
+inline constexpr int32_t kLaneGroupsStageFromDraws = 32;
+inline constexpr int64_t kLaneGroupsStageUpToK = 32;
 
 // Dynamic shared memory of one warp for rows of K values of `value_bytes`
 // bytes: one round's rows (32 / group lanes) at an odd row stride, then

@@ -275,14 +275,27 @@ TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   EXPECT_EQ(plan->lane_group_ends[1], 3);
   EXPECT_EQ(plan->lane_group_ends[2], 5);
   EXPECT_EQ(plan->lane_group_ends[3], 5);
-  EXPECT_TRUE(plan->lane_groups_staged);  // D = 2 in one segment
+  // D = 2 in one segment: not staged (kLaneGroupsStageFromDraws).
+  EXPECT_FALSE(plan->lane_groups_staged);
   EXPECT_EQ(plan->workspace_bytes, 0u);
-  // K = 64 needs the most: 16 x 65 floats = 4,160 bytes, 16 x 9 uint64
-  // chunk ends = 1,152, 16 x 9 staged int32 draws = 576 (K = 100:
-  // 8 x 101 x 4 + 8 x 13 x 8 + 8 x 9 x 4 = 4,352; K = 7: 32 x 7 x 4 +
-  // 32 x 1 x 8 + 32 x 5 x 4 = 1,792).
-  EXPECT_EQ(plan->smem_warp_elems[0], 5888 / 8);
+  // K = 64 needs the most: 16 x 65 floats = 4,160 bytes and 16 x 9 uint64
+  // chunk ends = 1,152 (K = 100: 8 x 101 x 4 + 8 x 13 x 8 = 4,064; K = 7:
+  // 32 x 7 x 4 + 32 x 1 x 8 = 1,152).
+  EXPECT_EQ(plan->smem_warp_elems[0], 5312 / 8);
   EXPECT_STREQ(CategoricalKernelName(plan->kernel), "lane-groups");
+
+  // 32 draws a row at K <= 32 are staged; at K = 33 they are not.
+  std::vector<CategoricalSegment> many(1);
+  many[0] = {0, 0, 1, 0, 10, 32, 32};
+  plan = PrepareCategoricalSegments(absl::MakeSpan(many), Precision::kFloat32,
+                                    320, 320, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->lane_groups_staged);
+  many[0] = {0, 0, 1, 0, 10, 33, 32};
+  plan = PrepareCategoricalSegments(absl::MakeSpan(many), Precision::kFloat32,
+                                    330, 320, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->lane_groups_staged);
 
   // Only rows of 4 lanes: the launches of 1 and 2 lanes are empty, and
   // that of 8 too.

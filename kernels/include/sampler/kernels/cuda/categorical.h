@@ -169,10 +169,11 @@ struct CategoricalPlan {
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).
   int64_t lane_group_ends[4] = {0, 0, 0, 0};
-  // kLaneGroups: whether some segment has kLaneGroupsStageFromDraws (2) or
-  // more draws a row; then the launches stage draws in shared memory and
-  // write them out together (instances with more registers), otherwise
-  // each lane writes its own.
+  // kLaneGroups: whether some segment has kLaneGroupsStageFromDraws (32) or
+  // more draws a row and at most kLaneGroupsStageUpToK (32) categories
+  // (categorical_lane_groups.h); then the launches stage draws in shared memory
+  // and write them out together (instances with more registers), otherwise each
+  // lane writes its own.
   bool lane_groups_staged = false;
   // kWarpTiles only, for benchmarks (issue 11's lever 2): the second pass
   // and the draws load with the evict-first (streaming) policy, so that L2
