@@ -221,11 +221,19 @@ WHY = {
               "log tests) caps it at about 2x torch even with every slot used and no idle lane; "
               "torch uses curand's per-thread state and CUDA's own log/sqrt, which no CPU "
               "reproduces bit for bit. \"Contract changes that would pay\" lists ~1.4x more."),
-    "enumerate": ("enumerate-kernel.md, \"Roofline\": at m = 32 the direct kernel is "
-                  "instruction-bound (per-problem fixed cost and rectangle waste, ~2x the issue "
-                  "slots the target allows); at m = 256 and 1024 it runs the FMA pipe at "
+    "enumerate": ("enumerate-kernel.md, \"Session 8\" and \"Roofline\": at m = 32 the pair "
+                  "kernel (a warp per problem, no rectangle waste) is bound by its shared-memory "
+                  "loads (L1/shared 82% busy, DRAM 34%: 41 shared loads a problem); at m = 256 and 1024 it runs the FMA pipe at "
                   "17-22% of peak (tile waste, promotions, staging, one wave of tiles at "
                   "B = 256). \"Next steps\" lists what would close it."),
+    "categorical": ("categorical-ncu-h100-session8-2026-11-26.md (Nsight Compute in session 8, "
+                    "after categorical-ncu-h100-session7-2026-11-26.md): lane groups at K <= 256 "
+                    "are issue-bound (SM 75-83% busy, DRAM 24-44%) on the contract's per-weight "
+                    "work (S_d in double in the contract's order, the exact quantization, the "
+                    "search); warp tiles at K = 1,024-2^15 read every row twice from DRAM (L2 "
+                    "hit 11% at K = 4,096: the second pass needs the scale, so it cannot be "
+                    "served from the first pass's totals); row split at 2^17 is latency-bound at "
+                    "33% occupancy (70 KB of shared memory a block)."),
     "boards_32": ("boards-kernel.md, \"Roofline\": the bit contract's instruction mix (Philox "
                   "multiplies on the FMA-heavy pipe, the selection's LOP3s on the ALU pipe) "
                   "saturates both integer pipes at about 4.4 G boards/s; the kernel runs them at "
@@ -644,6 +652,8 @@ def markdown(d, prefix):
     A("")
     if not all(met.get("gamma", [True])):
         A(f"- **gamma**: {WHY['gamma']}")
+    if not all(met.get("categorical", [True])):
+        A(f"- **categorical**: {WHY['categorical']}")
     if not all(met.get("enumerate", [True])):
         A(f"- **enumeration**: {WHY['enumerate']}")
     b32 = [x for x in tg if x["kind"] == "boards" and x["target"] == 4.0]

@@ -36,8 +36,8 @@
 // on an H100, session 8: 3.0x slower in float, 2.0x in double, at m = 32;
 // bench/results/enumerate-kernel.md).
 //
-// Two variants (kPairVariants), the same bits: 0, a warp per problem (kAuto's,
-// kAutoPairVariant), and 1, two problems a warp with four outputs a lane
+// Two variants (kPairVariants), the same bits: 0, a warp per problem, and
+// 1 (kAuto's, kAutoPairVariant), two problems a warp with four outputs a lane
 // (below), which halves the shared loads that keep the L1/shared unit the
 // busiest in variant 0.
 //

@@ -507,17 +507,17 @@ TYPED_TEST(EnumerateCudaHostTest, PairKernelRoute) {
   const std::vector<PmfTerm<T>> thin = {{0, v1}, {-2, v7}};
   bool zero_status = true;
   EXPECT_EQ(described({}, {widest, thin}, ProbSpace::kLinear, &zero_status),
-            "level 1 pair (warp per problem) problems 2; ");
+            "level 1 pair (two problems a warp) problems 2; ");
   EXPECT_FALSE(zero_status);
   EnumerateOptions forced_pair;
   forced_pair.method = EnumerateMethod::kPair;
   EXPECT_EQ(described(forced_pair, {thin}, ProbSpace::kLinear, &zero_status),
-            "level 1 pair (warp per problem) problems 1; ");
+            "level 1 pair (two problems a warp) problems 1; ");
   EXPECT_FALSE(zero_status);
-  forced_pair.direct_config = 1;  // variant 1: two problems a warp
+  forced_pair.direct_config = 0;  // variant 0: a warp per problem
   EXPECT_EQ(
       described(forced_pair, {thin, widest}, ProbSpace::kLinear, &zero_status),
-      "level 1 pair (two problems a warp) problems 2; ");
+      "level 1 pair (warp per problem) problems 2; ");
   EXPECT_FALSE(zero_status);
   // Mixed: the other problems keep their kernels, the launch zeroes the
   // status words.
@@ -526,7 +526,7 @@ TYPED_TEST(EnumerateCudaHostTest, PairKernelRoute) {
   const std::string mixed =
       described({}, {longer, widest, three}, ProbSpace::kLinear, &zero_status);
   const std::string pair_launch =
-      "level 1 pair (warp per problem) problems 1; ";
+      "level 1 pair (two problems a warp) problems 1; ";
   const size_t at = mixed.find(pair_launch);
   EXPECT_NE(at, std::string::npos) << mixed;
   EXPECT_EQ(mixed.find("pair", at + pair_launch.size()), std::string::npos)

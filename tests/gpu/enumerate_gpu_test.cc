@@ -1304,8 +1304,9 @@ TYPED_TEST(EnumerateGpuTest, PairKernelMatchesReferenceAndCpu) {
   batch.push_back({{{-3, {0.5, 0.5}}, {10, {0.25, 0.75}}}});
   absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, {}, nullptr, 2);
   ASSERT_TRUE(got.ok()) << got.status() << " " << this->Trace();
+  // kAuto runs variant 1 (kAutoPairVariant): two problems a warp.
   EXPECT_EQ(got->launches,
-            absl::StrCat("level 1 pair (warp per problem) problems ",
+            absl::StrCat("level 1 pair (two problems a warp) problems ",
                          batch.size(), "; "));
   const double worst = this->CheckBatch(batch, *got, "pair kernel");
   std::cout << "pair kernel: worst error / tolerance " << worst << "\n";
@@ -1320,19 +1321,21 @@ TYPED_TEST(EnumerateGpuTest, PairKernelMatchesReferenceAndCpu) {
   EXPECT_EQ(std::memcmp(again->raw.data(), got->raw.data(),
                         got->raw.size() * sizeof(T)),
             0);
-  // Variant 1 (two problems a warp): the same bits, also with an odd
-  // number of problems (the last warp's second half without one).
-  forced.direct_config = 1;
-  absl::StatusOr<GpuResult<T>> two = RunOnGpu(batch, forced);
-  ASSERT_TRUE(two.ok()) << two.status();
-  EXPECT_EQ(two->launches,
-            absl::StrCat("level 1 pair (two problems a warp) problems ",
+  // Variant 0 (a warp per problem): the same bits.
+  forced.direct_config = 0;
+  absl::StatusOr<GpuResult<T>> one = RunOnGpu(batch, forced);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->launches,
+            absl::StrCat("level 1 pair (warp per problem) problems ",
                          batch.size(), "; "));
-  ASSERT_EQ(two->raw.size(), got->raw.size());
-  EXPECT_EQ(std::memcmp(two->raw.data(), got->raw.data(),
+  ASSERT_EQ(one->raw.size(), got->raw.size());
+  EXPECT_EQ(std::memcmp(one->raw.data(), got->raw.data(),
                         got->raw.size() * sizeof(T)),
             0);
-  EXPECT_EQ(two->status, std::vector<uint32_t>(batch.size(), 0u));
+  EXPECT_EQ(one->status, std::vector<uint32_t>(batch.size(), 0u));
+  // Variant 1 with an odd number of problems (the last warp's second half
+  // without one).
+  forced.direct_config = 1;
   const std::vector<Problem<T>> odd(batch.begin() + 100, batch.begin() + 1101);
   absl::StatusOr<GpuResult<T>> two_odd = RunOnGpu(odd, forced);
   ASSERT_TRUE(two_odd.ok()) << two_odd.status();

@@ -62,9 +62,11 @@ inline constexpr int kPairMaxLength = 32;
 // Its variants (Launch::config; the same bits): 0 a warp per problem
 // (kAuto's), 1 two problems a warp (EnumerateMethod::kPair, direct_config 1).
 inline constexpr int kPairVariants = 2;
-// The variant kAuto (and kPair without a direct_config) runs: 0, measured
-// (bench/results/enumerate-kernel.md, session 8); 1 is not yet.
-inline constexpr int kAutoPairVariant = 0;
+// The variant kAuto (and kPair without a direct_config) runs: 1, faster in
+// the final call of session 8 on an H100 (kernels-h100-session8-2026-11-26,
+// Mpairs/s, variant 0 -> 1): float m = 32 2,765 -> 3,455, m = 16 3,570 ->
+// 4,285; double m = 32 1,810 -> 2,038, m = 16 2,813 -> 2,517 (the one loss).
+inline constexpr int kAutoPairVariant = 1;
 inline bool PairKernelFits(int64_t lx, int64_t ly) {
   return lx >= 1 && ly >= 1 && lx <= kPairMaxLength && ly <= kPairMaxLength;
 }
