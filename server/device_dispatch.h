@@ -140,8 +140,8 @@ class DeviceDispatch {
     if (wake_worker) d.cv.notify_one();
   }
 
-  // Refuses new work and claims and wakes every worker; queued work is
-  // still taken.
+  // Refuses new work and new claims (TryClaim) and wakes every worker;
+  // queued work is still taken.
   void Stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
