@@ -7,7 +7,8 @@
 #   1. peers_gpu.py (../shared/bench: PyTorch, CuPy, JAX; the copy ceiling);
 #   2. the same-invocation peers peers_gpu.py lacks (peers_extra.py, below):
 #      two-colour 19x19 and 32x32 boards as int8 boards (the boards report's
-#      peer), torch._standard_gamma in float64, rFFT at a power-of-two length;
+#      peer), torch._standard_gamma in float64, rFFT at a power-of-two length,
+#      grouped conv1d and rFFT in float64;
 #   3. gamma_bench --json, categorical_bench --csv (and --issue: issue 11's
 #      K and draws table), boards_bench, enumerate_bench --json (stdout of
 #      each kept as well).
@@ -58,7 +59,8 @@ cat > "$work/peers_extra.py" <<'EOF'
 after 3 warm-ups): int8 boards of one or two colours by rand+topk+scatter and
 double argsort (bench/results/boards-kernel.md's peer script),
 torch._standard_gamma in float64 (gamma-kernel.md's torch script), rFFT
-convolution at a power-of-two length (enumerate-kernel.md's extra peer).
+convolution at a power-of-two length (enumerate-kernel.md's extra peer),
+grouped conv1d and rFFT in float64 (the float64 enumeration target's peers).
 Writes peers_extra.json and cufft_dir.txt beside itself."""
 import json, os, statistics, sys
 import torch
@@ -131,6 +133,23 @@ for m in (32, 256, 1024):
     rec("enumerate", "rfft n=pow2", {"m": m, "batch": B, "n": P2}, t, B / t / 1e6, "Mpairs/s")
     del p, q
 
+# Float64 peers for issue 11's float64 enumeration target (>= 3x): the
+# peers_gpu.py pair (grouped conv1d, rFFT at n = 2m - 1) in float64.
+import torch.nn.functional as F
+for m in (32, 256, 1024):
+    B = max(1, (1 << 24) // (m * m) * 16)
+    p = torch.empty(B, m, device=dev, dtype=torch.float64).uniform_()
+    q = torch.empty(B, m, device=dev, dtype=torch.float64).uniform_()
+    conv = lambda: F.conv1d(p.view(1, B, m), q.flip(-1).view(B, 1, m), padding=m - 1, groups=B)
+    t = bench(conv, reps=10)
+    rec("enumerate", "conv1d grouped", {"m": m, "batch": B, "precision": "float64"}, t, B / t / 1e6, "Mpairs/s")
+    L = 2 * m - 1
+    fft = lambda: torch.fft.irfft(torch.fft.rfft(p, n=L) * torch.fft.rfft(q, n=L), n=L)
+    t = bench(fft, reps=10)
+    rec("enumerate", "rfft n=2m-1", {"m": m, "batch": B, "precision": "float64"}, t, B / t / 1e6, "Mpairs/s")
+    del p, q
+    torch.cuda.empty_cache()
+
 with open(os.path.join(here, "peers_extra.json"), "w") as f:
     json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "results": res}, f, indent=1)
 libs = sorted({l.split()[-1] for l in open("/proc/self/maps") if "libcufft" in l})
@@ -141,7 +160,7 @@ print("cufft:", libs, flush=True)
 EOF
 
 step peers 120 env OUT="$work" python3 peers_gpu.py
-step peers_extra 50 python3 "$work/peers_extra.py"
+step peers_extra 70 python3 "$work/peers_extra.py"
 step gamma_bench 60 ./gamma_bench --json="$work/gamma.json"
 step categorical_bench 90 ./categorical_bench --csv "$work/categorical.csv"
 step categorical_issue 240 ./categorical_bench --issue --quick \
