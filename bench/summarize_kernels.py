@@ -1053,9 +1053,15 @@ def plots(d, folder):
 
     # All targets: measured over target.
     tg = d["targets"]
-    fig, ax = plt.subplots(figsize=(11, 5))
+    fig, ax = plt.subplots(figsize=(11, 2 + 0.25 * len(tg)))
     vals = [x["value"] / x["target"] for x in tg]
-    labels = [f"{x['kind']}: {x['case'].split(',')[0]}" for x in tg]
+    def label(x):
+        if x.get("issue_table"):
+            return f"categorical: every K, {x['case'].split(', ')[1].split(':')[0]}"
+        if x["kind"] == "enumerate":
+            return f"enumerate: {x['case'].split(',')[0]}, {x['case'].split(', ')[-1]}"
+        return f"{x['kind']}: {x['case'].split(',')[0]}"
+    labels = [label(x) for x in tg]
     ax.barh(range(len(tg)), vals, color=["C2" if x["met"] else "C3" for x in tg])
     for i, (v, x) in enumerate(zip(vals, tg)):
         txt = (pct(x["value"]) if x["kind"] == "categorical" else
@@ -1066,7 +1072,7 @@ def plots(d, folder):
     ax.invert_yaxis()
     ax.set_xlabel("measured / target (>= 1: met)")
     ax.set_xlim(0, max(vals) * 1.35)
-    ax.set_title(f"Issue #4 targets ({title_sfx})")
+    ax.set_title(f"Issue 11 targets ({title_sfx})")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(os.path.join(folder, "targets.png"), dpi=110)
