@@ -276,6 +276,10 @@ CATEGORICAL_TARGET = 0.70
 def service_kernel(K, precision="f32"):
     if K <= 256:
         return "lane-groups"
+    # Session 9: the block-row kernel for rows of at most 64 KiB
+    # (server/cuda_exec_categorical.cc, kBlockRowUpToBytes).
+    if K * (8 if precision == "f64" else 4) <= 64 * 1024:
+        return "block-row"
     return session7_service_kernel(K, precision)
 
 
