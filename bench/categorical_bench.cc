@@ -8,8 +8,9 @@
 // weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
 // 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128, the lane-group kernel up to 256 and
-// the warp-tiles kernel from 64;
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 256, the
+// warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
+// from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
 // 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
 // Each line gives the fraction of the copy bandwidth.
@@ -290,11 +291,15 @@ int Main(int argc, char** argv) {
           stderr,
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
-          "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups]\n",
+          "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
+          "block-row]\n",
           argv[0]);
       return 2;
     }
   }
+  // The block-row kernel's largest K, float32.
+  const int64_t block_row_largest_k =
+      BlockRowMaxCategories(Precision::kFloat32);
   int device = 0;
   cudaDeviceProp prop{};
   BENCH_CHECK(Check(cudaGetDevice(&device), "cudaGetDevice"));
@@ -335,9 +340,15 @@ int Main(int argc, char** argv) {
   // lane-group kernel), the lane-group kernel, which it runs up to K = 256,
   // and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
-    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128},
-                      int64_t{256}, int64_t{4096}, int64_t{8192},
-                      int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
+    // Issue 11's K (2^15 = 32768, 2^17 = 131072) and the block-row range.
+    std::vector<int64_t> issue_ks = {32,   64,    100,   128,   256,
+                                     257,  1000,  1024,  2048,  4096,
+                                     8192, 16384, 20000, 32768, 131072};
+    if (only_k != 0 &&
+        std::find(issue_ks.begin(), issue_ks.end(), only_k) == issue_ks.end()) {
+      issue_ks.push_back(only_k);  // --k: any K
+    }
+    for (int64_t k : issue_ks) {
       for (int32_t draws : {1, 4, 32}) {
         run(float{},
             k < 64 ? CategoricalKernel::kButterfly
@@ -360,6 +371,10 @@ int Main(int argc, char** argv) {
         if (k >= 4096 && k <= kWarpTilesLargestK) {  // lever 2's candidate
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
               draws, true);
+        }
+        if (k > kLaneGroupsLargestK && k <= block_row_largest_k) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws);
         }
       }
     }
@@ -398,6 +413,7 @@ int Main(int argc, char** argv) {
           true);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
+      run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k, 1);
       if (!quick || k == 32 || k == 1024) {
         run(float{}, CategoricalKernel::kPrefixSum, WeightKind::kWeights, k, 1);
       }
@@ -423,6 +439,7 @@ int Main(int argc, char** argv) {
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kLogits, k, 1);
+      run(float{}, CategoricalKernel::kBlockRow, WeightKind::kLogits, k, 1);
     }
     bench.Fill<double>(WeightKind::kWeights);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
@@ -436,6 +453,7 @@ int Main(int argc, char** argv) {
       run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
+      run(double{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k, 1);
     }
   }
 

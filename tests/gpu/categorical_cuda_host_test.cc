@@ -362,5 +362,58 @@ TEST(CategoricalCudaHostTest, WarpTilesPlansRowsTilesAndItsLargestK) {
       absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CategoricalCudaHostTest, BlockRowPlansWarpsBuffersAndItsLargestK) {
+  std::vector<CategoricalSegment> segments(2);
+  segments[0] = {0, 0, 1, 5, 3, 4097, 2};  // 8 warps (4097 > 4 x 1024)
+  segments[1] = {12291, 6, 2, 0, 2, 300, 1};
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 12891, 8, CategoricalKernel::kBlockRow);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[1].task_begin, 3);
+  EXPECT_EQ(plan->tasks, 5);
+  EXPECT_EQ(plan->block_row_warps, 8);
+  // 3 values of misalignment and 4,097 values, in groups of 16.
+  EXPECT_EQ(plan->block_row_slots, 4112);
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "block-row");
+
+  const auto warps_and_slots = [](int64_t k, Precision precision) {
+    std::vector<CategoricalSegment> one(1);
+    one[0].rows = 1;
+    one[0].categories = k;
+    const absl::StatusOr<CategoricalPlan> p = PrepareCategoricalSegments(
+        absl::MakeSpan(one), precision, static_cast<uint64_t>(k), 1,
+        CategoricalKernel::kBlockRow);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? std::make_pair(p->block_row_warps, p->block_row_slots)
+                  : std::make_pair(0, int64_t{0});
+  };
+  EXPECT_EQ(warps_and_slots(1, Precision::kFloat32),
+            std::make_pair(1, int64_t{16}));
+  EXPECT_EQ(warps_and_slots(1024, Precision::kFloat32),
+            std::make_pair(1, int64_t{1040}));
+  EXPECT_EQ(warps_and_slots(1025, Precision::kFloat64),
+            std::make_pair(2, int64_t{1032}));
+  EXPECT_EQ(warps_and_slots(16384, Precision::kFloat32),
+            std::make_pair(16, int64_t{16400}));
+
+  // The largest K: two buffers and the group totals within 220 KiB.
+  EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat32), 26480);
+  EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat64), 13240);
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    std::vector<CategoricalSegment> wide(1);
+    wide[0].rows = 1;
+    wide[0].categories = BlockRowMaxCategories(p) + 1;
+    EXPECT_EQ(
+        PrepareCategoricalSegments(absl::MakeSpan(wide), p,
+                                   static_cast<uint64_t>(wide[0].categories), 1,
+                                   CategoricalKernel::kBlockRow)
+            .status()
+            .code(),
+        absl::StatusCode::kInvalidArgument);
+  }
+}
+
 }  // namespace
 }  // namespace sampler::kernels::cuda

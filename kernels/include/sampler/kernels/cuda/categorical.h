@@ -88,10 +88,20 @@ enum class CategoricalKernel {
   // chunk totals of 8 or 4 weights in shared memory, a binary search and a
   // walk per draw). Bits of SampleCategoricalCpu.
   kLaneGroups,
+  // A comparison point for issue 11 (categorical_block_row.cu), K up to
+  // what two rows of a block's shared memory hold (BlockRowMaxCategories):
+  // one thread block per row at a time, the row held in shared memory
+  // (the next one arriving by a bulk asynchronous copy while this one is
+  // sampled), so that every weight leaves DRAM once; the scale from the
+  // block's own double sum where that provably gives the contract's
+  // binade (else the contract's S_d from shared memory), integer group
+  // totals of 16 floats (8 doubles), a thread per draw. Bits of
+  // SampleCategoricalCpu.
+  kBlockRow,
 };
 
 // "butterfly", "prefix-sum", "warp-per-row", "row-split", "lanes",
-// "warp-tiles", "lane-groups".
+// "warp-tiles", "lane-groups", "block-row".
 const char* CategoricalKernelName(CategoricalKernel kernel);
 
 // The largest K that kRowSplit takes in `precision`: the most whose chunk
@@ -99,6 +109,11 @@ const char* CategoricalKernelName(CategoricalKernel kernel);
 // 385,280 (float) or 198,400 (double). PrepareCategoricalSegments refuses a
 // larger K for kRowSplit; the service routes one to kWarpPerRow.
 int64_t RowSplitMaxCategories(Precision precision);
+
+// The largest K that kBlockRow takes in `precision`: the most whose two row
+// buffers and group totals fit a block's shared memory, 26,480 (float) or
+// 13,240 (double). PrepareCategoricalSegments refuses a larger K for it.
+int64_t BlockRowMaxCategories(Precision precision);
 
 // One request (or a chunk of one) of a segmented batch: rows first_row ..
 // first_row + rows - 1 of a request under `seed`, their values row after row
@@ -124,8 +139,8 @@ struct CategoricalSegment {
   WeightKind kind = WeightKind::kWeights;
   // Set by PrepareCategoricalSegments: tasks of all earlier segments (a task
   // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow,
-  // kRowSplit and kWarpTiles), so that a warp finds its segment by binary
-  // search.
+  // kRowSplit, kWarpTiles and kBlockRow), so that a warp finds its segment by
+  // binary search.
   int64_t task_begin = 0;
   // Set by PrepareCategoricalSegments: where this segment's scratch starts
   // in the workspace, in 8-byte elements (uint64 integer weights; 0 if it
@@ -165,6 +180,10 @@ struct CategoricalPlan {
   // K over the blocks, rounded up to a multiple of 32).
   int32_t row_split_ctas = 0;
   int64_t row_split_chunk = 0;
+  // kBlockRow: warps a block (1 to 16, from the batch's largest K) and the
+  // values each of a block's two row buffers holds.
+  int32_t block_row_warps = 0;
+  int64_t block_row_slots = 0;
   // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).

@@ -1,0 +1,59 @@
+// The block-row categorical kernel (CategoricalKernel::kBlockRow, in
+// categorical_block_row.cu): one thread block per row at a time, the row
+// held in shared memory (two rows a block, the next one arriving by a bulk
+// asynchronous copy while this one is sampled), so that every weight is read
+// from DRAM once. Private to the categorical CUDA library; categorical.cu
+// plans and launches it.
+#ifndef SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
+#define SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/categorical.h"
+
+namespace sampler::kernels::cuda {
+
+// Warps a block: one per 1,024 values of the batch's largest K (a power of
+// two), 1 to 16.
+inline constexpr int kBlockRowMaxWarps = 16;
+// Dynamic shared memory a block may take: its two row buffers and its
+// group totals.
+inline constexpr size_t kBlockRowMaxSmemBytes = size_t{220} << 10;
+
+// The block's warps for a batch whose largest K is `categories`.
+int BlockRowWarps(int64_t categories);
+
+// Values each of a block's two row buffers holds for rows of up to
+// `categories` values of `value_bytes` bytes (room for the misaligned head
+// of a row and the zeros that pad its last group).
+int64_t BlockRowSlots(int64_t categories, size_t value_bytes);
+
+// A block's dynamic shared memory for buffers of `slots` values: the two
+// buffers, then one uint64 per group of values.
+size_t BlockRowSmemBytes(int64_t slots, size_t value_bytes);
+
+// Queues the kernel for plan.tasks rows (one task a row, numbered by
+// task_begin as for kWarpPerRow) on `stream`: plan.block_row_warps warps a
+// block, buffers of plan.block_row_slots values, as many blocks as stay
+// resident (each walks rows blockIdx.x, + gridDim.x, ...).
+template <typename T>
+absl::Status LaunchCategoricalBlockRow(const CategoricalPlan& plan,
+                                       const CategoricalSegment* segments,
+                                       const T* values, int32_t* out,
+                                       cudaStream_t stream);
+
+extern template absl::Status LaunchCategoricalBlockRow<float>(
+    const CategoricalPlan&, const CategoricalSegment*, const float*, int32_t*,
+    cudaStream_t);
+extern template absl::Status LaunchCategoricalBlockRow<double>(
+    const CategoricalPlan&, const CategoricalSegment*, const double*, int32_t*,
+    cudaStream_t);
+
+}  // namespace sampler::kernels::cuda
+
+#endif  // SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
