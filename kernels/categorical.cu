@@ -1092,9 +1092,12 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     plan.row_split_chunk = RowSplitChunk(max_categories, plan.row_split_ctas);
   }
   if (kernel == CategoricalKernel::kBlockRow && max_categories > 0) {
-    plan.block_row_warps = BlockRowWarps(max_categories);
+    // The largest K wants the most blocks and, with them, the largest chunk.
+    plan.block_row_ctas = BlockRowCtas(max_categories);
+    const int64_t chunk = BlockRowChunk(max_categories, plan.block_row_ctas);
+    plan.block_row_warps = BlockRowWarps(chunk);
     plan.block_row_slots =
-        BlockRowSlots(max_categories, precision == Precision::kFloat64 ? 8 : 4);
+        BlockRowSlots(chunk, precision == Precision::kFloat64 ? 8 : 4);
   }
   plan.workspace_bytes = static_cast<size_t>(workspace) * sizeof(U);
 

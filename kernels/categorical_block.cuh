@@ -9,7 +9,10 @@
 #define SAMPLER_KERNELS_CATEGORICAL_BLOCK_CUH_
 
 #include <cstdint>
+#include <type_traits>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "sampler/kernels/categorical_core.h"
 #include "sampler/kernels/common.h"
 #include "sampler/kernels/cuda/warp.cuh"
@@ -118,6 +121,26 @@ __device__ __forceinline__ bool ScaleSettled(double s_alt, int lsb) {
     return true;  // every sum exact
   }
   return BinadeSettled(s_alt);
+}
+
+// Host: launch(std::integral_constant<int, C>()) for the cluster size C =
+// `ctas` of a plan (1, 2, 4 or 8 blocks a row, each its own kernel
+// instance); InvalidArgument naming `kernel_name` for another.
+template <typename Launch>
+absl::Status LaunchForClusterSize(int ctas, const char* kernel_name,
+                                  Launch&& launch) {
+  switch (ctas) {
+    case 1:
+      return launch(std::integral_constant<int, 1>());
+    case 2:
+      return launch(std::integral_constant<int, 2>());
+    case 4:
+      return launch(std::integral_constant<int, 4>());
+    case 8:
+      return launch(std::integral_constant<int, 8>());
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("LaunchCategorical: bad ", kernel_name, " plan"));
 }
 
 }  // namespace sampler::kernels::cuda

@@ -1,9 +1,9 @@
 // The block-row categorical kernel (CategoricalKernel::kBlockRow, in
-// categorical_block_row.cu): one thread block per row at a time, the row
-// held in shared memory (two rows a block, the next one arriving by a bulk
-// asynchronous copy while this one is sampled), so that every weight is read
-// from DRAM once. Private to the categorical CUDA library; categorical.cu
-// plans and launches it.
+// categorical_block_row.cu): one thread block (or a cluster of 2 to 8 for
+// large K) per row at a time, the row held in shared memory (two rows a
+// block, the next one arriving by a bulk asynchronous copy while this one
+// is sampled), so that every weight is read from DRAM once. Private to the
+// categorical CUDA library; categorical.cu plans and launches it.
 #ifndef SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
 #define SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
 
@@ -18,29 +18,45 @@
 
 namespace sampler::kernels::cuda {
 
-// Warps a block: one per 1,024 values of the batch's largest K (a power of
-// two), 1 to 16.
+// Blocks a row (one cluster): the fewest of 1, 2, 4, 8 whose chunks hold at
+// most kBlockRowTargetChunk values, else 8. A batch runs the most that any
+// of its rows wants.
+inline constexpr int kBlockRowMaxCtas = 8;
+inline constexpr int64_t kBlockRowTargetChunk = 16384;
+// With several blocks a row, a chunk is ceil(K / blocks) rounded up to a
+// multiple of this.
+inline constexpr int64_t kBlockRowChunkAlign = 16;
+// Warps a block: one per 1,024 values of the batch's largest chunk (a power
+// of two), 1 to 16.
 inline constexpr int kBlockRowMaxWarps = 16;
 // Dynamic shared memory a block may take: its two row buffers and its
 // group totals.
 inline constexpr size_t kBlockRowMaxSmemBytes = size_t{220} << 10;
 
-// The block's warps for a batch whose largest K is `categories`.
-int BlockRowWarps(int64_t categories);
+// Blocks a row for a batch whose largest K is `categories`.
+int BlockRowCtas(int64_t categories);
 
-// Values each of a block's two row buffers holds for rows of up to
-// `categories` values of `value_bytes` bytes (room for the misaligned head
-// of a row and the zeros that pad its last group).
-int64_t BlockRowSlots(int64_t categories, size_t value_bytes);
+// Values of a row of K `categories` that each of `ctas` blocks holds: K
+// itself for one block.
+int64_t BlockRowChunk(int64_t categories, int ctas);
+
+// The block's warps for chunks of up to `chunk` values.
+int BlockRowWarps(int64_t chunk);
+
+// Values each of a block's two row buffers holds for chunks of up to
+// `chunk` values of `value_bytes` bytes (room for the misaligned head of a
+// chunk and the zeros that pad its last group).
+int64_t BlockRowSlots(int64_t chunk, size_t value_bytes);
 
 // A block's dynamic shared memory for buffers of `slots` values: the two
 // buffers, then one uint64 per group of values.
 size_t BlockRowSmemBytes(int64_t slots, size_t value_bytes);
 
 // Queues the kernel for plan.tasks rows (one task a row, numbered by
-// task_begin as for kWarpPerRow) on `stream`: plan.block_row_warps warps a
-// block, buffers of plan.block_row_slots values, as many blocks as stay
-// resident (each walks rows blockIdx.x, + gridDim.x, ...).
+// task_begin as for kWarpPerRow) on `stream`: plan.block_row_ctas blocks a
+// row (a cluster), plan.block_row_warps warps a block, buffers of
+// plan.block_row_slots values, as many rows at a time as stay resident
+// (each block or cluster walks its rows, then the rows a grid further).
 template <typename T>
 absl::Status LaunchCategoricalBlockRow(const CategoricalPlan& plan,
                                        const CategoricalSegment* segments,

@@ -365,17 +365,9 @@ absl::Status LaunchCategoricalRowSplit(const CategoricalPlan& plan,
   static_cast<SegmentedParams<T>&>(params) =
       SegmentedParamsOf(plan, segments, values, out);
   params.chunk = plan.row_split_chunk;
-  switch (plan.row_split_ctas) {
-    case 1:
-      return LaunchWith<T, 1>(plan, params, stream);
-    case 2:
-      return LaunchWith<T, 2>(plan, params, stream);
-    case 4:
-      return LaunchWith<T, 4>(plan, params, stream);
-    case 8:
-      return LaunchWith<T, 8>(plan, params, stream);
-  }
-  return absl::InvalidArgumentError("LaunchCategorical: bad row-split plan");
+  return LaunchForClusterSize(plan.row_split_ctas, "row-split", [&](auto ctas) {
+    return LaunchWith<T, decltype(ctas)::value>(plan, params, stream);
+  });
 }
 
 template absl::Status LaunchCategoricalRowSplit<float>(

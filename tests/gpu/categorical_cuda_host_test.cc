@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -372,13 +373,15 @@ TEST(CategoricalCudaHostTest, BlockRowPlansWarpsBuffersAndItsLargestK) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(segments[1].task_begin, 3);
   EXPECT_EQ(plan->tasks, 5);
+  EXPECT_EQ(plan->block_row_ctas, 1);
   EXPECT_EQ(plan->block_row_warps, 8);
   // 3 values of misalignment and 4,097 values, in groups of 16.
   EXPECT_EQ(plan->block_row_slots, 4112);
   EXPECT_EQ(plan->workspace_bytes, 0u);
   EXPECT_STREQ(CategoricalKernelName(plan->kernel), "block-row");
 
-  const auto warps_and_slots = [](int64_t k, Precision precision) {
+  // (blocks a row, warps a block, values a buffer) for one row of K.
+  const auto layout = [](int64_t k, Precision precision) {
     std::vector<CategoricalSegment> one(1);
     one[0].rows = 1;
     one[0].categories = k;
@@ -386,21 +389,27 @@ TEST(CategoricalCudaHostTest, BlockRowPlansWarpsBuffersAndItsLargestK) {
         absl::MakeSpan(one), precision, static_cast<uint64_t>(k), 1,
         CategoricalKernel::kBlockRow);
     EXPECT_TRUE(p.ok()) << p.status();
-    return p.ok() ? std::make_pair(p->block_row_warps, p->block_row_slots)
-                  : std::make_pair(0, int64_t{0});
+    return p.ok() ? std::make_tuple(p->block_row_ctas, p->block_row_warps,
+                                    p->block_row_slots)
+                  : std::make_tuple(0, 0, int64_t{0});
   };
-  EXPECT_EQ(warps_and_slots(1, Precision::kFloat32),
-            std::make_pair(1, int64_t{16}));
-  EXPECT_EQ(warps_and_slots(1024, Precision::kFloat32),
-            std::make_pair(1, int64_t{1040}));
-  EXPECT_EQ(warps_and_slots(1025, Precision::kFloat64),
-            std::make_pair(2, int64_t{1032}));
-  EXPECT_EQ(warps_and_slots(16384, Precision::kFloat32),
-            std::make_pair(16, int64_t{16400}));
+  EXPECT_EQ(layout(1, Precision::kFloat32), std::make_tuple(1, 1, int64_t{16}));
+  EXPECT_EQ(layout(1024, Precision::kFloat32),
+            std::make_tuple(1, 1, int64_t{1040}));
+  EXPECT_EQ(layout(1025, Precision::kFloat64),
+            std::make_tuple(1, 2, int64_t{1032}));
+  EXPECT_EQ(layout(16384, Precision::kFloat32),
+            std::make_tuple(1, 16, int64_t{16400}));
+  // Past 16,384 a cluster: chunks of ceil(K / blocks), a multiple of 16.
+  EXPECT_EQ(layout(20000, Precision::kFloat32),
+            std::make_tuple(2, 16, int64_t{10016}));
+  EXPECT_EQ(layout(int64_t{1} << 17, Precision::kFloat32),
+            std::make_tuple(8, 16, int64_t{16400}));
 
-  // The largest K: two buffers and the group totals within 220 KiB.
-  EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat32), 26480);
-  EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat64), 13240);
+  // The largest K: 8 chunks, each one's buffers and group totals within
+  // 220 KiB.
+  EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat32), 211840);
+  EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat64), 105856);
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
     std::vector<CategoricalSegment> wide(1);
     wide[0].rows = 1;

@@ -698,13 +698,15 @@ TYPED_TEST(CategoricalGpuTest, WarpTilesMixedBatch) {
                              30000, 20, "warp tiles mixed batch");
 }
 
-// The block-row kernel (one block a row, the row in shared memory): K around
+// The block-row kernel (one block a row, the row in shared memory; a
+// cluster of 2 to 8 blocks past K = 16,384, each holding a chunk): K around
 // its groups of 16 floats (8 doubles) and 16-byte vectors (rows whose start
 // is and is not 16-byte aligned: consecutive rows of odd K start at every
 // offset, and K < 4 has no aligned middle at all), the contract's blocks of
-// 32, the block sizes (1 warp up to K = 1,024, 16 from 8,193) and the
-// largest K; D = 1, 4 and 32; weights and logits; every FillRow pattern
-// (zeros of both signs, one dominant weight, subnormal totals, 30 decades).
+// 32, the block sizes (1 warp up to K = 1,024, 16 from 8,193), the cluster
+// sizes (2, 4 and 8 blocks: 16,385, 2^15 + 1, 2^17) and the largest K;
+// D = 1, 4 and 32; weights and logits; every FillRow pattern (zeros of both
+// signs, one dominant weight, subnormal totals, 30 decades).
 TYPED_TEST(CategoricalGpuTest, BlockRowMatchesCpu) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;
@@ -713,11 +715,28 @@ TYPED_TEST(CategoricalGpuTest, BlockRowMatchesCpu) {
   InputRng rng(seed);
   const int64_t largest = BlockRowMaxCategories(
       std::is_same_v<T, float> ? Precision::kFloat32 : Precision::kFloat64);
-  for (int64_t k :
-       {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, int64_t{15},
-        int64_t{16}, int64_t{17}, int64_t{33}, int64_t{255}, int64_t{257},
-        int64_t{1000}, int64_t{1023}, int64_t{1025}, int64_t{4096},
-        int64_t{4097}, int64_t{8193}, int64_t{13001}, largest}) {
+  for (int64_t k : {int64_t{1},
+                    int64_t{2},
+                    int64_t{3},
+                    int64_t{5},
+                    int64_t{15},
+                    int64_t{16},
+                    int64_t{17},
+                    int64_t{33},
+                    int64_t{255},
+                    int64_t{257},
+                    int64_t{1000},
+                    int64_t{1023},
+                    int64_t{1025},
+                    int64_t{4096},
+                    int64_t{4097},
+                    int64_t{8193},
+                    int64_t{13001},
+                    int64_t{16385},
+                    (int64_t{1} << 15) + 1,
+                    int64_t{1} << 17,
+                    largest}) {
+    if (k > largest) continue;  // double's largest is below 2^17
     for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
       const int64_t rows = k >= 8192 ? 3 + rng.Below(6) : 3 + rng.Below(60);
       const std::vector<T> values = MakeValues<T>(rng, rows, k, kind);
@@ -756,7 +775,9 @@ TYPED_TEST(CategoricalGpuTest, BlockRowManyRowsAndDraws) {
 }
 
 // One launch of many requests with their own K (the buffers sized by the
-// largest, the block's warps too), D, kind, seed and first row.
+// largest, the block's warps too), D, kind, seed and first row; then with
+// large K, so that a cluster serves every row and the small rows leave its
+// last blocks empty chunks.
 TYPED_TEST(CategoricalGpuTest, BlockRowMixedBatch) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;
@@ -765,6 +786,8 @@ TYPED_TEST(CategoricalGpuTest, BlockRowMixedBatch) {
   InputRng rng(seed);
   ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kBlockRow, 30, 4000, 9000,
                              20, "block row mixed batch");
+  ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kBlockRow, 24, 20000,
+                             50000, 8, "block row mixed batch, clusters");
 }
 
 }  // namespace

@@ -89,12 +89,12 @@ enum class CategoricalKernel {
   // walk per draw). Bits of SampleCategoricalCpu.
   kLaneGroups,
   // A comparison point for issue 11 (categorical_block_row.cu), K up to
-  // what two rows of a block's shared memory hold (BlockRowMaxCategories):
-  // one thread block per row at a time, the row held in shared memory
-  // (the next one arriving by a bulk asynchronous copy while this one is
-  // sampled), so that every weight leaves DRAM once; the scale from the
-  // block's own double sum where that provably gives the contract's
-  // binade (else the contract's S_d from shared memory), integer group
+  // BlockRowMaxCategories: one thread block per row at a time (a cluster
+  // of 2 to 8 blocks past 16,384 values, each holding a chunk), the row
+  // held in shared memory (the next one arriving by a bulk asynchronous
+  // copy while this one is sampled), so that every weight leaves DRAM
+  // once; the scale from the blocks' own double sum where that provably
+  // gives the contract's binade (else the contract's S_d), integer group
   // totals of 16 floats (8 doubles), a thread per draw. Bits of
   // SampleCategoricalCpu.
   kBlockRow,
@@ -110,9 +110,10 @@ const char* CategoricalKernelName(CategoricalKernel kernel);
 // larger K for kRowSplit; the service routes one to kWarpPerRow.
 int64_t RowSplitMaxCategories(Precision precision);
 
-// The largest K that kBlockRow takes in `precision`: the most whose two row
-// buffers and group totals fit a block's shared memory, 26,480 (float) or
-// 13,240 (double). PrepareCategoricalSegments refuses a larger K for it.
+// The largest K that kBlockRow takes in `precision`: 8 blocks a row, each
+// chunk's two buffers and group totals in a block's shared memory, 211,840
+// (float) or 105,856 (double). PrepareCategoricalSegments refuses a larger K
+// for it.
 int64_t BlockRowMaxCategories(Precision precision);
 
 // One request (or a chunk of one) of a segmented batch: rows first_row ..
@@ -180,8 +181,10 @@ struct CategoricalPlan {
   // K over the blocks, rounded up to a multiple of 32).
   int32_t row_split_ctas = 0;
   int64_t row_split_chunk = 0;
-  // kBlockRow: warps a block (1 to 16, from the batch's largest K) and the
-  // values each of a block's two row buffers holds.
+  // kBlockRow: blocks a row (a cluster of 1, 2, 4 or 8, from the batch's
+  // largest K), warps a block (1 to 16, from its chunk) and the values each
+  // of a block's two row buffers holds.
+  int32_t block_row_ctas = 0;
   int32_t block_row_warps = 0;
   int64_t block_row_slots = 0;
   // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
