@@ -12,7 +12,8 @@
 // warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
 // from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
-// 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
+// 2^17, still three rotated inputs) for warp per row, row split and block
+// row, and 64 x 2^17 in logits.
 // Each line gives the fraction of the copy bandwidth.
 //
 // Inputs are random weights (or logits) larger than the L2 cache, staged
@@ -384,14 +385,16 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{4096}, int64_t{16384}, int64_t{1} << 17}) {
       for (int32_t draws : {1, 4, 32}) {
         for (CategoricalKernel kernel :
-             {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit}) {
+             {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit,
+              CategoricalKernel::kBlockRow}) {
           run(float{}, kernel, WeightKind::kWeights, k, draws, false, kFewRows);
         }
       }
     }
     bench.Fill<float>(WeightKind::kLogits);
     for (CategoricalKernel kernel :
-         {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit}) {
+         {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit,
+          CategoricalKernel::kBlockRow}) {
       run(float{}, kernel, WeightKind::kLogits, int64_t{1} << 17, 1, false,
           kFewRows);
     }

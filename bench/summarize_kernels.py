@@ -264,9 +264,16 @@ def best(cands):
 ROW_SPLIT_LARGEST_K = {"f32": 385280, "f64": 198400}
 
 
+# Rows of up to 64 KiB (16,384 floats, 8,192 doubles) go to the block-row
+# kernel (session 9).
+BLOCK_ROW_UP_TO_BYTES = 64 << 10
+
+
 def service_kernel(K, precision="f32"):
     if K <= 256:
         return "lane-groups"
+    if K * (8 if precision == "f64" else 4) <= BLOCK_ROW_UP_TO_BYTES:
+        return "block-row"
     return session7_service_kernel(K, precision)
 
 
@@ -878,7 +885,7 @@ def plots(d, folder):
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     ax = axes[0]
     allr = t["categorical_all"]
-    for kern in ("lane-groups", "lanes", "warp-tiles", "warp-tiles-ef", "butterfly", "butterfly-cap", "warp-per-row", "prefix-sum"):
+    for kern in ("lane-groups", "lanes", "block-row", "warp-tiles", "warp-tiles-ef", "butterfly", "butterfly-cap", "warp-per-row", "prefix-sum"):
         rs = sorted((r for r in allr if r["kernel"] == kern and r["precision"] == "f32"
                      and r["kind"] == "weights" and r["draws"] == 1), key=lambda r: r["K"])
         if rs:

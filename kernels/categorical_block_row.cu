@@ -1,10 +1,10 @@
 // CategoricalKernel::kBlockRow: one thread block per row of
 // SampleCategorical at a time, the row held in shared memory, for K from a
-// few hundred to 16,384; past that a cluster of 2, 4 or 8 blocks a row
-// (sm_90 thread block clusters), each block holding a chunk of at most
-// 16,384 values (BlockRowCtas), up to 8 chunks of what two buffers of a
-// block's shared memory hold. Bits of SampleCategoricalCpu
-// (docs/randomness.md, "Categorical", CAT2).
+// few hundred to 16,384 (float; 8,192 double); past that a cluster of 2, 4
+// or 8 blocks a row (sm_90 thread block clusters), each block holding a
+// chunk of at most 64 KiB where 8 blocks allow (BlockRowCtas), up to 8
+// chunks of what two buffers of a block's shared memory hold. Bits of
+// SampleCategoricalCpu (docs/randomness.md, "Categorical", CAT2).
 //
 // Why: the warp-tiles kernel reads every row twice from DRAM (S_d first,
 // then the integer weights, which need the scale S_d gives; at K = 4,096 the
@@ -519,10 +519,11 @@ __global__ void __launch_bounds__(kMaxThreads, 2)
 
 }  // namespace
 
-int BlockRowCtas(int64_t categories) {
+int BlockRowCtas(int64_t categories, size_t value_bytes) {
+  const int64_t target =
+      kBlockRowTargetChunkBytes / static_cast<int64_t>(value_bytes);
   int ctas = 1;
-  while (ctas < kBlockRowMaxCtas &&
-         (categories + ctas - 1) / ctas > kBlockRowTargetChunk) {
+  while (ctas < kBlockRowMaxCtas && (categories + ctas - 1) / ctas > target) {
     ctas *= 2;
   }
   return ctas;

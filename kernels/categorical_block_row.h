@@ -19,10 +19,10 @@
 namespace sampler::kernels::cuda {
 
 // Blocks a row (one cluster): the fewest of 1, 2, 4, 8 whose chunks hold at
-// most kBlockRowTargetChunk values, else 8. A batch runs the most that any
-// of its rows wants.
+// most kBlockRowTargetChunkBytes (16,384 floats, 8,192 doubles), else 8. A
+// batch runs the most that any of its rows wants.
 inline constexpr int kBlockRowMaxCtas = 8;
-inline constexpr int64_t kBlockRowTargetChunk = 16384;
+inline constexpr int64_t kBlockRowTargetChunkBytes = int64_t{64} << 10;
 // With several blocks a row, a chunk is ceil(K / blocks) rounded up to a
 // multiple of this.
 inline constexpr int64_t kBlockRowChunkAlign = 16;
@@ -33,8 +33,9 @@ inline constexpr int kBlockRowMaxWarps = 16;
 // group totals.
 inline constexpr size_t kBlockRowMaxSmemBytes = size_t{220} << 10;
 
-// Blocks a row for a batch whose largest K is `categories`.
-int BlockRowCtas(int64_t categories);
+// Blocks a row for a batch whose largest K is `categories`, of values of
+// `value_bytes` bytes.
+int BlockRowCtas(int64_t categories, size_t value_bytes);
 
 // Values of a row of K `categories` that each of `ctas` blocks holds: K
 // itself for one block.

@@ -406,6 +406,26 @@ TEST(CategoricalCudaHostTest, BlockRowPlansWarpsBuffersAndItsLargestK) {
   EXPECT_EQ(layout(int64_t{1} << 17, Precision::kFloat32),
             std::make_tuple(8, 16, int64_t{16400}));
 
+  // Double: chunks of at most 64 KiB (8,192 values) where 8 blocks allow,
+  // more past 65,536 values.
+  EXPECT_EQ(layout(8192, Precision::kFloat64),
+            std::make_tuple(1, 8, int64_t{8200}));
+  EXPECT_EQ(layout(16384, Precision::kFloat64),
+            std::make_tuple(2, 8, int64_t{8200}));
+  EXPECT_EQ(layout(36172, Precision::kFloat64),
+            std::make_tuple(8, 8, int64_t{4536}));
+  // Every K up to the largest: a block's two buffers and group totals (16
+  // floats or 8 doubles a group) within 220 KiB, the most a block may take
+  // (227 KiB on an H100, less the static shared memory).
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    const int64_t bytes = p == Precision::kFloat64 ? 8 : 4;
+    for (int64_t k = 1; k <= BlockRowMaxCategories(p); k += 997) {
+      const int64_t slots = std::get<2>(layout(k, p));
+      EXPECT_LE(2 * slots * bytes + slots / (64 / bytes) * 8, 220 * 1024)
+          << "K " << k;
+    }
+  }
+
   // The largest K: 8 chunks, each one's buffers and group totals within
   // 220 KiB.
   EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat32), 211840);

@@ -90,7 +90,7 @@ enum class CategoricalKernel {
   kLaneGroups,
   // A comparison point for issue 11 (categorical_block_row.cu), K up to
   // BlockRowMaxCategories: one thread block per row at a time (a cluster
-  // of 2 to 8 blocks past 16,384 values, each holding a chunk), the row
+  // of 2 to 8 blocks past 64 KiB of values, each holding a chunk), the row
   // held in shared memory (the next one arriving by a bulk asynchronous
   // copy while this one is sampled), so that every weight leaves DRAM
   // once; the scale from the blocks' own double sum where that provably
