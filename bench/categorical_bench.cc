@@ -100,8 +100,13 @@ double Median(std::vector<float> v) {
 // The label suffix of a benchmark-only variant (Bench::Time's `variant`).
 const char* VariantSuffix(CategoricalKernel kernel, bool variant) {
   if (!variant) return "";
-  return kernel == CategoricalKernel::kWarpTiles ? "-ef" : "-cap";
+  if (kernel == CategoricalKernel::kWarpTiles) return "-ef";
+  return kernel == CategoricalKernel::kBlockRow ? "-2x" : "-cap";
 }
+
+// The most warps a block-row block takes (kernels/categorical_block_row.h,
+// private to the library).
+constexpr int kBlockRowLargestWarps = 16;
 
 class Bench {
  public:
@@ -160,8 +165,10 @@ class Bench {
   // previous one left in L2.
   // `only_rows` > 0 times that many rows instead (at most what fits).
   // `variant`: the kernel's benchmark-only variant, the register-capped
-  // instances of kButterfly ("-cap") or kWarpTiles's evict-first second
-  // pass ("-ef").
+  // instances of kButterfly ("-cap"), kWarpTiles's evict-first second
+  // pass ("-ef") or kBlockRow with twice the warps a block ("-2x", at most
+  // 16: 512 values a warp instead of 1,024; whether a row's time follows
+  // its values a warp, session 9's open question).
   template <typename T>
   absl::StatusOr<Result> Time(CategoricalKernel kernel, bool variant,
                               WeightKind kind, int64_t k, int32_t draws,
@@ -175,10 +182,16 @@ class Bench {
                                      {rows, k, draws}, kind, 0x5eed, 0)
                                 .status());
     SAMPLER_RETURN_IF_ERROR(builder.Finish());
+    CategoricalPlan& plan = builder.mutable_plan();
     if (kernel == CategoricalKernel::kWarpTiles) {
-      builder.mutable_plan().warp_tiles_evict_first = variant;
+      plan.warp_tiles_evict_first = variant;
+    } else if (kernel == CategoricalKernel::kBlockRow) {
+      if (variant) {
+        plan.block_row_warps =
+            std::min(2 * plan.block_row_warps, kBlockRowLargestWarps);
+      }
     } else {
-      builder.mutable_plan().register_cap = variant;
+      plan.register_cap = variant;
     }
     std::vector<StagedBatch> staged;
     for (int i = 0; i < kBuffers; ++i) {
@@ -293,7 +306,7 @@ int Main(int argc, char** argv) {
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
-          "block-row]\n",
+          "block-row|block-row-2x]\n",
           argv[0]);
       return 2;
     }
@@ -376,6 +389,10 @@ int Main(int argc, char** argv) {
         if (k > kLaneGroupsLargestK && k <= block_row_largest_k) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws);
+        }
+        if (k > kLaneGroupsLargestK && k <= 8192) {  // twice the warps
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, true);
         }
       }
     }

@@ -180,10 +180,12 @@ struct Batch {
 
 // Runs `batch` through `kernel` on the GPU (the staging pipeline, with the
 // requests added in order, so that their offsets are the batch's) and
-// returns the whole output.
+// returns the whole output. `block_row_warps` > 0 replaces the plan's warps
+// a block-row block (the benchmark's "-2x" variant changes them too).
 template <typename T>
 std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
-                              bool warp_tiles_evict_first = false) {
+                              bool warp_tiles_evict_first = false,
+                              int block_row_warps = 0) {
   CategoricalBatchBuilder<T> builder(kernel);
   for (const Request& r : batch.requests) {
     const CategoricalSegment& s = r.segment;
@@ -201,6 +203,9 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
   EXPECT_TRUE(finished.ok()) << finished;
   if (!finished.ok()) return {};
   builder.mutable_plan().warp_tiles_evict_first = warp_tiles_evict_first;
+  if (block_row_warps > 0) {
+    builder.mutable_plan().block_row_warps = block_row_warps;
+  }
 
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
   EXPECT_TRUE(stager.ok()) << stager.status();
@@ -771,6 +776,13 @@ TYPED_TEST(CategoricalGpuTest, BlockRowManyRowsAndDraws) {
             CategoricalKernel::kBlockRow);
   ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kBlockRow),
                 "block row, many rows and draws");
+  // Any warps a block give the same bits (the plan's are 8 here).
+  for (const int warps : {1, 16}) {
+    ExpectMatches(batch,
+                  RunOnGpu(batch, CategoricalKernel::kBlockRow, false, warps),
+                  absl::StrCat("block row, many rows and draws, ", warps,
+                               " warps a block"));
+  }
   ExpectScaleNearAPowerOfTwoMatches<T>(rng, CategoricalKernel::kBlockRow);
 }
 
