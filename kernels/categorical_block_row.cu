@@ -73,6 +73,19 @@
 // thread's Philox block, binary search and walk of 16 per draw) and for
 // clusters (2 or 3 cluster barriers a row, about a microsecond, against
 // 4 us a row per cluster at K = 2^17 and 16 clusters).
+//
+// Measured (H100, session 9 mid-call, categorical_bench --issue, f32
+// weights, % of copy at 1/4/32 draws, before the loops were unrolled):
+// K = 257 25.9/25.1/26.8 (a row is too little work for a block: its fixed
+// costs, barriers, scan and draw, dominate), 1,000 64.4/62.0/60.3, 1,024
+// 60.2/58.3/56.6, 2,048 64.3/62.4/60.6, 4,096 70.3/68.3/65.8, 8,192
+// 67.6/65.4/62.5, 16,384 47.6/46.1/43.1 (one block an SM); clusters 24.3/
+// 24.1/23.3 at 2^15 (2 blocks of 16,384), 30.8/30.0/27.6 at 2^17 (8).
+// Short of the prediction: throughput follows warps an SM (24 at 4,096 and
+// 8,192, 16 at 16,384), as if a row took ~12k cycles for 1,024 values a
+// warp, and equally bytes in flight (96 KB against 64 KB); the benchmark's
+// block-row-2x (512 values a warp, the same bytes) tells the two apart, and
+// Nsight Compute's warp states would say which stall it is.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
