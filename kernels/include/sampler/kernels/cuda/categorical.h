@@ -71,7 +71,8 @@ enum class CategoricalKernel {
   // shuffles (S_d in the contract's order, quantization by multiplication,
   // a walk over chunk totals). Bits of SampleCategoricalCpu.
   kLanes,
-  // The service's kernel from K = 257 (129 until kLaneGroups) to 2^15
+  // The service's kernel past kBlockRow's rows (K = 16,385 float, 8,193
+  // double; from 257 before it, 129 before kLaneGroups) to 2^15
   // (categorical_warp_tiles.cu; its largest K is 2^17): one warp per row as
   // kWarpPerRow, S_d in the contract's column order, then the integer
   // weights by tiles of 128 (one 16-byte load a lane, quantization by
@@ -88,7 +89,9 @@ enum class CategoricalKernel {
   // chunk totals of 8 or 4 weights in shared memory, a binary search and a
   // walk per draw). Bits of SampleCategoricalCpu.
   kLaneGroups,
-  // A comparison point for issue 11 (categorical_block_row.cu), K up to
+  // The service's kernel from K = 257 to rows of 64 KiB (16,384 float,
+  // 8,192 double; server/cuda_exec_categorical.cc), and a comparison point
+  // past them (categorical_block_row.cu), K up to
   // BlockRowMaxCategories: one thread block per row at a time (a cluster
   // of 2 to 8 blocks past 64 KiB of values, each holding a chunk), the row
   // held in shared memory (the next one arriving by a bulk asynchronous
