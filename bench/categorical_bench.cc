@@ -106,7 +106,7 @@ const char* VariantSuffix(CategoricalKernel kernel, bool variant) {
 
 // The most warps a block-row block takes (kernels/categorical_block_row.h,
 // private to the library).
-constexpr int kBlockRowLargestWarps = 16;
+constexpr int kBlockRowLargestWarps = 32;
 
 class Bench {
  public:
@@ -167,7 +167,7 @@ class Bench {
   // `variant`: the kernel's benchmark-only variant, the register-capped
   // instances of kButterfly ("-cap"), kWarpTiles's evict-first second
   // pass ("-ef") or kBlockRow with twice the warps a block ("-2x", at most
-  // 16: 512 values a warp instead of 1,024; whether a row's time follows
+  // 32: 512 values a warp instead of 1,024; whether a row's time follows
   // its values a warp, session 9's open question).
   template <typename T>
   absl::StatusOr<Result> Time(CategoricalKernel kernel, bool variant,
@@ -390,7 +390,8 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws);
         }
-        if (k > kLaneGroupsLargestK && k <= 8192) {  // twice the warps
+        if (k > kLaneGroupsLargestK && k <= block_row_largest_k &&
+            (k <= 16384 || k == 131072)) {  // twice the warps
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws, true);
         }

@@ -476,7 +476,7 @@ __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
 // kCtas blocks a row (a cluster, launched with that cluster size, for
 // kCtas > 1), each holding its chunk.
 template <typename T, int kCtas>
-__global__ void __launch_bounds__(kMaxThreads, 2)
+__global__ void __launch_bounds__(kMaxThreads, 1)
     BlockRowKernel(const BlockRowParams<T> p) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) unsigned char smem[];

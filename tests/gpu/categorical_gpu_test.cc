@@ -777,7 +777,7 @@ TYPED_TEST(CategoricalGpuTest, BlockRowManyRowsAndDraws) {
   ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kBlockRow),
                 "block row, many rows and draws");
   // Any warps a block give the same bits (the plan's are 8 here).
-  for (const int warps : {1, 16}) {
+  for (const int warps : {1, 32}) {
     ExpectMatches(batch,
                   RunOnGpu(batch, CategoricalKernel::kBlockRow, false, warps),
                   absl::StrCat("block row, many rows and draws, ", warps,

@@ -185,7 +185,7 @@ struct CategoricalPlan {
   int32_t row_split_ctas = 0;
   int64_t row_split_chunk = 0;
   // kBlockRow: blocks a row (a cluster of 1, 2, 4 or 8, from the batch's
-  // largest K), warps a block (1 to 16, from its chunk) and the values each
+  // largest K), warps a block (1 to 32, from its chunk) and the values each
   // of a block's two row buffers holds.
   int32_t block_row_ctas = 0;
   int32_t block_row_warps = 0;
