@@ -8,10 +8,12 @@
 // weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
 // 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128, the lane-group kernel up to 256 and
-// the warp-tiles kernel from 64;
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 256, the
+// warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
+// from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
-// 2^17, still three rotated inputs) for both, and 64 x 2^17 in logits.
+// 2^17, still three rotated inputs) for warp per row, row split and block
+// row, and 64 x 2^17 in logits.
 // Each line gives the fraction of the copy bandwidth.
 //
 // Inputs are random weights (or logits) larger than the L2 cache, staged
@@ -98,8 +100,13 @@ double Median(std::vector<float> v) {
 // The label suffix of a benchmark-only variant (Bench::Time's `variant`).
 const char* VariantSuffix(CategoricalKernel kernel, bool variant) {
   if (!variant) return "";
-  return kernel == CategoricalKernel::kWarpTiles ? "-ef" : "-cap";
+  if (kernel == CategoricalKernel::kWarpTiles) return "-ef";
+  return kernel == CategoricalKernel::kBlockRow ? "-2x" : "-cap";
 }
+
+// The most warps a block-row block takes (kernels/categorical_block_row.h,
+// private to the library).
+constexpr int kBlockRowLargestWarps = 32;
 
 class Bench {
  public:
@@ -158,8 +165,10 @@ class Bench {
   // previous one left in L2.
   // `only_rows` > 0 times that many rows instead (at most what fits).
   // `variant`: the kernel's benchmark-only variant, the register-capped
-  // instances of kButterfly ("-cap") or kWarpTiles's evict-first second
-  // pass ("-ef").
+  // instances of kButterfly ("-cap"), kWarpTiles's evict-first second
+  // pass ("-ef") or kBlockRow with twice the warps a block ("-2x", at most
+  // 32: 512 values a warp instead of 1,024; whether a row's time follows
+  // its values a warp, session 9's open question).
   template <typename T>
   absl::StatusOr<Result> Time(CategoricalKernel kernel, bool variant,
                               WeightKind kind, int64_t k, int32_t draws,
@@ -173,10 +182,16 @@ class Bench {
                                      {rows, k, draws}, kind, 0x5eed, 0)
                                 .status());
     SAMPLER_RETURN_IF_ERROR(builder.Finish());
+    CategoricalPlan& plan = builder.mutable_plan();
     if (kernel == CategoricalKernel::kWarpTiles) {
-      builder.mutable_plan().warp_tiles_evict_first = variant;
+      plan.warp_tiles_evict_first = variant;
+    } else if (kernel == CategoricalKernel::kBlockRow) {
+      if (variant) {
+        plan.block_row_warps =
+            std::min(2 * plan.block_row_warps, kBlockRowLargestWarps);
+      }
     } else {
-      builder.mutable_plan().register_cap = variant;
+      plan.register_cap = variant;
     }
     std::vector<StagedBatch> staged;
     for (int i = 0; i < kBuffers; ++i) {
@@ -290,11 +305,15 @@ int Main(int argc, char** argv) {
           stderr,
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
-          "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups]\n",
+          "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
+          "block-row|block-row-2x]\n",
           argv[0]);
       return 2;
     }
   }
+  // The block-row kernel's largest K, float32.
+  const int64_t block_row_largest_k =
+      BlockRowMaxCategories(Precision::kFloat32);
   int device = 0;
   cudaDeviceProp prop{};
   BENCH_CHECK(Check(cudaGetDevice(&device), "cudaGetDevice"));
@@ -335,9 +354,15 @@ int Main(int argc, char** argv) {
   // lane-group kernel), the lane-group kernel, which it runs up to K = 256,
   // and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
-    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128},
-                      int64_t{256}, int64_t{4096}, int64_t{8192},
-                      int64_t{16384}, int64_t{1} << 15, int64_t{1} << 17}) {
+    // Issue 11's K (2^15 = 32768, 2^17 = 131072) and the block-row range.
+    std::vector<int64_t> issue_ks = {32,   64,    100,   128,   256,
+                                     257,  1000,  1024,  2048,  4096,
+                                     8192, 16384, 20000, 32768, 131072};
+    if (only_k != 0 &&
+        std::find(issue_ks.begin(), issue_ks.end(), only_k) == issue_ks.end()) {
+      issue_ks.push_back(only_k);  // --k: any K
+    }
+    for (int64_t k : issue_ks) {
       for (int32_t draws : {1, 4, 32}) {
         run(float{},
             k < 64 ? CategoricalKernel::kButterfly
@@ -361,6 +386,15 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
               draws, true);
         }
+        if (k > kLaneGroupsLargestK && k <= block_row_largest_k) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws);
+        }
+        if (k > kLaneGroupsLargestK && k <= block_row_largest_k &&
+            (k <= 16384 || k == 131072)) {  // twice the warps
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, true);
+        }
       }
     }
     // Few rows: where one warp per row leaves most SMs idle (whether the
@@ -369,14 +403,16 @@ int Main(int argc, char** argv) {
     for (int64_t k : {int64_t{4096}, int64_t{16384}, int64_t{1} << 17}) {
       for (int32_t draws : {1, 4, 32}) {
         for (CategoricalKernel kernel :
-             {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit}) {
+             {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit,
+              CategoricalKernel::kBlockRow}) {
           run(float{}, kernel, WeightKind::kWeights, k, draws, false, kFewRows);
         }
       }
     }
     bench.Fill<float>(WeightKind::kLogits);
     for (CategoricalKernel kernel :
-         {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit}) {
+         {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit,
+          CategoricalKernel::kBlockRow}) {
       run(float{}, kernel, WeightKind::kLogits, int64_t{1} << 17, 1, false,
           kFewRows);
     }
@@ -398,6 +434,7 @@ int Main(int argc, char** argv) {
           true);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
+      run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k, 1);
       if (!quick || k == 32 || k == 1024) {
         run(float{}, CategoricalKernel::kPrefixSum, WeightKind::kWeights, k, 1);
       }
@@ -423,6 +460,7 @@ int Main(int argc, char** argv) {
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kLogits, k, 1);
       run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kLogits, k, 1);
+      run(float{}, CategoricalKernel::kBlockRow, WeightKind::kLogits, k, 1);
     }
     bench.Fill<double>(WeightKind::kWeights);
     for (int64_t k : {int64_t{32}, int64_t{256}, int64_t{1024}}) {
@@ -436,6 +474,7 @@ int Main(int argc, char** argv) {
       run(double{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
       run(double{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
+      run(double{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k, 1);
     }
   }
 

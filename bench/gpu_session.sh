@@ -30,7 +30,7 @@ done
 # long under instrumentation).
 declare -A subset=(
   [boards]='BoardsGpuTest.Go19x19TwoColoursMatchesCpu:BoardsGpuTest.MixedBatchMatchesCpu'
-  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch:CategoricalGpuTest/0.LanesManyRowsAndChunks:CategoricalGpuTest/1.WarpTilesMixedBatch'
+  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch:CategoricalGpuTest/0.LanesManyRowsAndChunks:CategoricalGpuTest/1.WarpTilesMixedBatch:CategoricalGpuTest/0.BlockRowMixedBatch'
   [enumerate]='EnumerateGpuTest/*.SanitizerSmoke:EnumerateGpuTest/*.SmallPath*:EnumerateGpuTest/*.PairKernel*'
   [gamma]='GammaGpuTest/0.MixedBatchesMatchCpuBitForBit:GammaGpuTest/1.DirichletRaggedBatchesMatchCpuBitForBit'
 )
@@ -214,7 +214,11 @@ fi
 # 256) the lane-group kernel and (64 to 2^17) the warp-tiles kernel, each as
 # a fraction of the copy bandwidth measured in the same run (K = 128 and
 # 256 added with the lane-group kernel, and warp tiles' evict-first variant
-# "warp-tiles-ef" from K = 4096: 149 timings, well under the limit).
+# "warp-tiles-ef" from K = 4096: 149 timings, well under the limit), and
+# the block-row kernel (a row in shared memory, clusters past 16,384) from
+# K = 257 to 2^17, with K = 257, 1000, 1024, 2048 and 20000 added for it,
+# and its "block-row-2x" variant (twice the warps a block): about 250
+# timings.
 if want categorical; then
   timeout 240 ./categorical_bench --issue --quick \
     --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1

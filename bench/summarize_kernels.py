@@ -272,13 +272,15 @@ GAMMA_TARGET = {"float32": 3.0, "float64": 2.0}
 ENUMERATE_TARGET = {"float": 5.0, "double": 3.0}
 CATEGORICAL_TARGET = 0.70
 
+# Rows of up to 64 KiB (16,384 floats, 8,192 doubles) go to the block-row
+# kernel (session 9).
+BLOCK_ROW_UP_TO_BYTES = 64 << 10
+
 
 def service_kernel(K, precision="f32"):
     if K <= 256:
         return "lane-groups"
-    # Session 9: the block-row kernel for rows of at most 64 KiB
-    # (server/cuda_exec_categorical.cc, kBlockRowUpToBytes).
-    if K * (8 if precision == "f64" else 4) <= 64 * 1024:
+    if K * (8 if precision == "f64" else 4) <= BLOCK_ROW_UP_TO_BYTES:
         return "block-row"
     return session7_service_kernel(K, precision)
 
@@ -940,7 +942,7 @@ def plots(d, folder):
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     ax = axes[0]
     allr = t["categorical_all"]
-    for kern in ("lane-groups", "lanes", "warp-tiles", "warp-tiles-ef", "butterfly", "butterfly-cap", "warp-per-row", "prefix-sum"):
+    for kern in ("lane-groups", "lanes", "block-row", "warp-tiles", "warp-tiles-ef", "butterfly", "butterfly-cap", "warp-per-row", "prefix-sum"):
         rs = sorted((r for r in allr if r["kernel"] == kern and r["precision"] == "f32"
                      and r["kind"] == "weights" and r["draws"] == 1), key=lambda r: r["K"])
         if rs:

@@ -90,6 +90,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "categorical_block_row.h"
 #include "categorical_lane_groups.h"
 #include "categorical_lanes.h"
 #include "categorical_row_split.h"
@@ -861,6 +862,9 @@ absl::Status Launch(const CategoricalPlan& plan,
     case CategoricalKernel::kLaneGroups:
       return LaunchCategoricalLaneGroups<T>(plan, device_segments, values, out,
                                             stream);
+    case CategoricalKernel::kBlockRow:
+      return LaunchCategoricalBlockRow<T>(plan, device_segments, values, out,
+                                          stream);
   }
   return absl::InvalidArgumentError("LaunchCategorical: bad kernel");
 }
@@ -883,6 +887,8 @@ const char* CategoricalKernelName(CategoricalKernel kernel) {
       return "warp-tiles";
     case CategoricalKernel::kLaneGroups:
       return "lane-groups";
+    case CategoricalKernel::kBlockRow:
+      return "block-row";
   }
   return "unknown";
 }
@@ -896,7 +902,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       kernel != CategoricalKernel::kRowSplit &&
       kernel != CategoricalKernel::kLanes &&
       kernel != CategoricalKernel::kWarpTiles &&
-      kernel != CategoricalKernel::kLaneGroups) {
+      kernel != CategoricalKernel::kLaneGroups &&
+      kernel != CategoricalKernel::kBlockRow) {
     return absl::InvalidArgumentError("PrepareCategoricalSegments: bad kernel");
   }
   if (segments.size() >
@@ -973,6 +980,11 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       return SegmentError(i, "categories", s.categories,
                           "too many for the warp-tiles kernel (at most 2^17)");
     }
+    if (kernel == CategoricalKernel::kBlockRow &&
+        s.categories > BlockRowMaxCategories(precision)) {
+      return SegmentError(i, "categories", s.categories,
+                          "too many for the block-row kernel's shared memory");
+    }
   }
 
   // kButterfly: segments with K < 64 first (stable), one launch per class.
@@ -1005,7 +1017,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   bool any_remnant = false;
   bool any_logits = false;
   int64_t block_cap_used = 0;
-  int64_t max_categories = 0;  // kRowSplit, kLanes
+  int64_t max_categories = 0;  // kRowSplit, kLanes, kWarpTiles, kBlockRow
   for (CategoricalSegment& s : segments) {
     const int64_t blocks = cat::NumBlocks(s.categories);
     if (kernel == CategoricalKernel::kButterfly && split < 0 &&
@@ -1015,7 +1027,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     const int64_t seg_tasks =
         kernel == CategoricalKernel::kWarpPerRow ||
                 kernel == CategoricalKernel::kRowSplit ||
-                kernel == CategoricalKernel::kWarpTiles
+                kernel == CategoricalKernel::kWarpTiles ||
+                kernel == CategoricalKernel::kBlockRow
             ? s.rows
             : (cat::LaneOf(s.first_row) + s.rows + kWarpSize - 1) / kWarpSize;
     s.task_begin = tasks;
@@ -1045,6 +1058,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
       case CategoricalKernel::kRowSplit:
       case CategoricalKernel::kLanes:
       case CategoricalKernel::kWarpTiles:
+      case CategoricalKernel::kBlockRow:
         max_categories = std::max(max_categories, s.categories);
         break;
       case CategoricalKernel::kLaneGroups:
@@ -1076,6 +1090,14 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
     // The largest K wants the most blocks and, with them, the largest chunk.
     plan.row_split_ctas = RowSplitCtas(max_categories);
     plan.row_split_chunk = RowSplitChunk(max_categories, plan.row_split_ctas);
+  }
+  if (kernel == CategoricalKernel::kBlockRow && max_categories > 0) {
+    // The largest K wants the most blocks and, with them, the largest chunk.
+    const size_t value_bytes = precision == Precision::kFloat64 ? 8 : 4;
+    plan.block_row_ctas = BlockRowCtas(max_categories, value_bytes);
+    const int64_t chunk = BlockRowChunk(max_categories, plan.block_row_ctas);
+    plan.block_row_warps = BlockRowWarps(chunk);
+    plan.block_row_slots = BlockRowSlots(chunk, value_bytes);
   }
   plan.workspace_bytes = static_cast<size_t>(workspace) * sizeof(U);
 

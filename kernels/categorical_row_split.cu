@@ -48,6 +48,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "categorical_block.cuh"
 #include "categorical_row_split.h"
 #include "categorical_segments.cuh"
 #include "sampler/kernels/categorical.h"
@@ -85,36 +86,6 @@ struct ClusterSlots {
   int32_t scale;   // block 0 only: the contract's scale when unsettled
   uint64_t total;  // Q_c
 };
-
-// The exponent of the lowest set bit of a finite w > 0: w is a multiple of
-// 2^LowestBitExponent(w).
-__device__ __forceinline__ int LowestBitExponent(float w) {
-  const uint32_t bits = detmath::Bits(w) & 0x7fffffffu;
-  const int biased = static_cast<int>(bits >> 23);
-  const uint32_t fraction = bits & ((1u << 23) - 1u);
-  const uint32_t significand = biased != 0 ? (fraction | (1u << 23)) : fraction;
-  return (biased != 0 ? biased : 1) - 150 + (__ffs(significand) - 1);
-}
-__device__ __forceinline__ int LowestBitExponent(double w) {
-  const uint64_t bits = detmath::Bits(w) & 0x7fffffffffffffffull;
-  const int biased = static_cast<int>(bits >> 52);
-  const uint64_t fraction = bits & ((uint64_t{1} << 52) - 1);
-  const uint64_t significand =
-      biased != 0 ? (fraction | (uint64_t{1} << 52)) : fraction;
-  return (biased != 0 ? biased : 1) - 1075 +
-         (__ffsll(static_cast<long long>(significand)) - 1);
-}
-
-// Whether floor(log2) of the contract's S_d is provably that of S_alt, a
-// sum of the same K non-negative weights in another order, whose lowest
-// set bit has exponent `lsb` (header comment, step 2).
-__device__ __forceinline__ bool ScaleSettled(double s_alt, int lsb) {
-  if (cat::FloorLog2(s_alt) < int64_t{lsb} + 52)
-    return true;  // every sum exact
-  const double low = s_alt * (1.0 - 0x1p-19);
-  const double high = s_alt * (1.0 + 0x1p-19);
-  return cat::FloorLog2(low) == cat::FloorLog2(high);
-}
 
 template <typename T>
 __device__ __forceinline__ T Weight(T v, bool logits, T row_max) {
@@ -179,62 +150,6 @@ __device__ __forceinline__ void LoadChunk(const T* src, int64_t n, T* dst) {
   }
 }
 
-// Block-wide reductions through `scratch` (kWarps entries); the result is
-// in every thread. Fixed order: the warp's butterfly, then warps 0..7.
-template <typename V, typename Op>
-__device__ __forceinline__ V BlockReduce(V v, Op op, V* scratch) {
-  v = WarpButterfly<ButterflyOrder::kLowToHigh>(v, op);
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  if (threadIdx.x % kWarpSize == 0) scratch[warp] = v;
-  __syncthreads();
-  V r = scratch[0];
-  for (int w = 1; w < kWarps; ++w) r = op(r, scratch[w]);
-  __syncthreads();  // scratch free again
-  return r;
-}
-
-template <typename V>
-struct MinOf {
-  __device__ __forceinline__ V operator()(V a, V b) const {
-    return b < a ? b : a;
-  }
-};
-
-// Inclusive prefix sums of groups[0, n) in place, n <= any size: each
-// thread takes a contiguous run, the runs' sums are scanned across the
-// block. Returns the total (in every thread). Exact (integers).
-__device__ uint64_t BlockInclusiveScan(uint64_t* groups, int64_t n,
-                                       uint64_t* warp_totals) {
-  const int t = static_cast<int>(threadIdx.x);
-  const int lane = t % kWarpSize;
-  const int warp = t / kWarpSize;
-  const int64_t per = (n + kRowSplitThreads - 1) / kRowSplitThreads;
-  const int64_t begin = t * per < n ? t * per : n;
-  const int64_t end = begin + per < n ? begin + per : n;
-  uint64_t mine = 0;
-  for (int64_t i = begin; i < end; ++i) mine += groups[i];
-  uint64_t incl = mine;  // inclusive scan over the warp's lanes
-#pragma unroll
-  for (int o = 1; o < kWarpSize; o *= 2) {
-    const uint64_t up = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += up;
-  }
-  if (lane == kWarpSize - 1) warp_totals[warp] = incl;
-  __syncthreads();
-  uint64_t before = incl - mine;
-  uint64_t total = 0;
-  for (int w = 0; w < kWarps; ++w) {
-    if (w < warp) before += warp_totals[w];
-    total += warp_totals[w];
-  }
-  for (int64_t i = begin; i < end; ++i) {
-    before += groups[i];
-    groups[i] = before;
-  }
-  __syncthreads();
-  return total;
-}
-
 template <typename T, int kCtas>
 __global__ void __cluster_dims__(kCtas, 1, 1)
     __launch_bounds__(kRowSplitThreads)
@@ -280,7 +195,7 @@ __global__ void __cluster_dims__(kCtas, 1, 1)
       const double v = static_cast<double>(vals[i]);
       m = v > m ? v : m;
     }
-    m = BlockReduce(m, WarpMax<double>(), scratch_double);
+    m = BlockReduce(m, WarpMax<double>(), scratch_double, kWarps);
     if (threadIdx.x == 0) slots.row_max = m;
     cluster.sync();
     for (int r = 0; r < kCtas; ++r) {
@@ -302,8 +217,8 @@ __global__ void __cluster_dims__(kCtas, 1, 1)
     sum = sum + static_cast<double>(w);
     if (w > T(0)) lsb = min(lsb, LowestBitExponent(w));
   }
-  sum = BlockReduce(sum, WarpPlus<double>(), scratch_double);
-  lsb = BlockReduce(lsb, MinOf<int>(), scratch_int);
+  sum = BlockReduce(sum, WarpPlus<double>(), scratch_double, kWarps);
+  lsb = BlockReduce(lsb, MinOf<int>(), scratch_int, kWarps);
   if (threadIdx.x == 0) {
     slots.sum = sum;
     slots.lsb = lsb;
@@ -338,7 +253,7 @@ __global__ void __cluster_dims__(kCtas, 1, 1)
   }
   __syncthreads();
   const uint64_t chunk_total =
-      BlockInclusiveScan(groups, num_groups, scratch_u64);
+      BlockInclusiveScan(groups, num_groups, scratch_u64, kRowSplitThreads);
   if (threadIdx.x == 0) slots.total = chunk_total;
   cluster.sync();
   uint64_t before = 0;
@@ -450,17 +365,9 @@ absl::Status LaunchCategoricalRowSplit(const CategoricalPlan& plan,
   static_cast<SegmentedParams<T>&>(params) =
       SegmentedParamsOf(plan, segments, values, out);
   params.chunk = plan.row_split_chunk;
-  switch (plan.row_split_ctas) {
-    case 1:
-      return LaunchWith<T, 1>(plan, params, stream);
-    case 2:
-      return LaunchWith<T, 2>(plan, params, stream);
-    case 4:
-      return LaunchWith<T, 4>(plan, params, stream);
-    case 8:
-      return LaunchWith<T, 8>(plan, params, stream);
-  }
-  return absl::InvalidArgumentError("LaunchCategorical: bad row-split plan");
+  return LaunchForClusterSize(plan.row_split_ctas, "row-split", [&](auto ctas) {
+    return LaunchWith<T, decltype(ctas)::value>(plan, params, stream);
+  });
 }
 
 template absl::Status LaunchCategoricalRowSplit<float>(

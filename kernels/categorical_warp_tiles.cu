@@ -1,5 +1,6 @@
 // CategoricalKernel::kWarpTiles: one warp per row of SampleCategorical, for
-// mid K (129 to 2^17). Bits of SampleCategoricalCpu (docs/randomness.md,
+// mid K (129 to 2^17; the service's past the block-row kernel's rows, to
+// 2^15). Bits of SampleCategoricalCpu (docs/randomness.md,
 // section "Categorical", CAT2).
 //
 // Why a new kernel: kWarpPerRow (categorical.cu) quantizes each weight by

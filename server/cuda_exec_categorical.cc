@@ -1,5 +1,5 @@
 // SampleCategorical batches on a GPU, one segment per job, rows placed so
-// that each request's lanes are the contract's lanes. Six kernels give the
+// that each request's lanes are the contract's lanes. Seven kernels give the
 // same bits (SampleCategoricalCpu's); CategoricalKernelFor picks one per job
 // by its K, and each kernel present runs one launch per precision.
 #include <cstring>
@@ -29,6 +29,20 @@ namespace kc = kernels::cuda;
 // warp tiles 38.9/36.7/36.5% at K = 4,096/8,192/16,384 against one warp per
 // row's 31.7/30.5/28.7%.)
 constexpr int64_t kLaneGroupsUpToK = 256;
+
+// The block-row kernel (a thread block a row, the row held in shared
+// memory, read from DRAM once) from kLaneGroupsUpToK + 1 up to rows of
+// this many bytes (K = 16,384 float, 8,192 double), one block a row there.
+// Measured on an H100 in session 9 (categorical_bench --issue, f32
+// weights, fraction of the copy bandwidth at 1/4/32 draws) against warp
+// tiles, which served this range: K = 257 25.9/25.1/26.8 against
+// 26.4/15.8/3.3, K = 1,000 64.4/62.0/60.3 against 39.6/32.9/9.8, K = 1,024
+// 60.2/58.3/56.6 against 45.7/36.8/10.1, K = 2,048 64.3/62.4/60.6 against
+// 46.5/42.2/16.5, K = 4,096 70.3/68.3/65.8 against 38.9/36.4/22.1, K =
+// 8,192 67.6/65.4/62.5 against 36.8/35.4/25.9, K = 16,384 47.6/46.1/43.1
+// against 36.5/35.5/28.8. At 2^15 (two blocks a row, a cluster) it lost,
+// 24.3/24.1/23.3 against 35.9/35.3/31.2, so warp tiles keep 16,385 to 2^15.
+constexpr int64_t kBlockRowUpToBytes = int64_t{64} << 10;
 
 // The row-split kernel (one row across up to 8 blocks) from this K up to
 // its largest (kc::RowSplitMaxCategories). Measured on an H100 (session 7,
@@ -87,6 +101,10 @@ kc::CategoricalKernel CategoricalKernelFor(int64_t categories,
   if (categories <= kLaneGroupsUpToK) {
     return kc::CategoricalKernel::kLaneGroups;
   }
+  const int64_t value_bytes = precision == kernels::Precision::kFloat64 ? 8 : 4;
+  if (categories <= kBlockRowUpToBytes / value_bytes) {
+    return kc::CategoricalKernel::kBlockRow;
+  }
   if (categories >= kRowSplitFromK &&
       categories <= kc::RowSplitMaxCategories(precision)) {
     return kc::CategoricalKernel::kRowSplit;
@@ -99,8 +117,9 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot) {
   double seconds = 0;
   for (const kc::CategoricalKernel kernel :
-       {kc::CategoricalKernel::kLaneGroups, kc::CategoricalKernel::kWarpTiles,
-        kc::CategoricalKernel::kWarpPerRow, kc::CategoricalKernel::kRowSplit}) {
+       {kc::CategoricalKernel::kLaneGroups, kc::CategoricalKernel::kBlockRow,
+        kc::CategoricalKernel::kWarpTiles, kc::CategoricalKernel::kWarpPerRow,
+        kc::CategoricalKernel::kRowSplit}) {
     absl::StatusOr<double> f = RunCategorical<float>(batch, slot, kernel);
     if (!f.ok()) return f;
     absl::StatusOr<double> d = RunCategorical<double>(batch, slot, kernel);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -360,6 +361,87 @@ TEST(CategoricalCudaHostTest, WarpTilesPlansRowsTilesAndItsLargestK) {
           .status()
           .code(),
       absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CategoricalCudaHostTest, BlockRowPlansWarpsBuffersAndItsLargestK) {
+  std::vector<CategoricalSegment> segments(2);
+  segments[0] = {0, 0, 1, 5, 3, 4097, 2};  // 8 warps (4097 > 4 x 1024)
+  segments[1] = {12291, 6, 2, 0, 2, 300, 1};
+  absl::StatusOr<CategoricalPlan> plan =
+      PrepareCategoricalSegments(absl::MakeSpan(segments), Precision::kFloat32,
+                                 12891, 8, CategoricalKernel::kBlockRow);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(segments[1].task_begin, 3);
+  EXPECT_EQ(plan->tasks, 5);
+  EXPECT_EQ(plan->block_row_ctas, 1);
+  EXPECT_EQ(plan->block_row_warps, 8);
+  // 3 values of misalignment and 4,097 values, in groups of 16.
+  EXPECT_EQ(plan->block_row_slots, 4112);
+  EXPECT_EQ(plan->workspace_bytes, 0u);
+  EXPECT_STREQ(CategoricalKernelName(plan->kernel), "block-row");
+
+  // (blocks a row, warps a block, values a buffer) for one row of K.
+  const auto layout = [](int64_t k, Precision precision) {
+    std::vector<CategoricalSegment> one(1);
+    one[0].rows = 1;
+    one[0].categories = k;
+    const absl::StatusOr<CategoricalPlan> p = PrepareCategoricalSegments(
+        absl::MakeSpan(one), precision, static_cast<uint64_t>(k), 1,
+        CategoricalKernel::kBlockRow);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? std::make_tuple(p->block_row_ctas, p->block_row_warps,
+                                    p->block_row_slots)
+                  : std::make_tuple(0, 0, int64_t{0});
+  };
+  EXPECT_EQ(layout(1, Precision::kFloat32), std::make_tuple(1, 1, int64_t{16}));
+  EXPECT_EQ(layout(1024, Precision::kFloat32),
+            std::make_tuple(1, 1, int64_t{1040}));
+  EXPECT_EQ(layout(1025, Precision::kFloat64),
+            std::make_tuple(1, 2, int64_t{1032}));
+  EXPECT_EQ(layout(16384, Precision::kFloat32),
+            std::make_tuple(1, 16, int64_t{16400}));
+  // Past 16,384 a cluster: chunks of ceil(K / blocks), a multiple of 16.
+  EXPECT_EQ(layout(20000, Precision::kFloat32),
+            std::make_tuple(2, 16, int64_t{10016}));
+  EXPECT_EQ(layout(int64_t{1} << 17, Precision::kFloat32),
+            std::make_tuple(8, 16, int64_t{16400}));
+
+  // Double: chunks of at most 64 KiB (8,192 values) where 8 blocks allow,
+  // more past 65,536 values.
+  EXPECT_EQ(layout(8192, Precision::kFloat64),
+            std::make_tuple(1, 8, int64_t{8200}));
+  EXPECT_EQ(layout(16384, Precision::kFloat64),
+            std::make_tuple(2, 8, int64_t{8200}));
+  EXPECT_EQ(layout(36172, Precision::kFloat64),
+            std::make_tuple(8, 8, int64_t{4536}));
+  // Every K up to the largest: a block's two buffers and group totals (16
+  // floats or 8 doubles a group) within 220 KiB, the most a block may take
+  // (227 KiB on an H100, less the static shared memory).
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    const int64_t bytes = p == Precision::kFloat64 ? 8 : 4;
+    for (int64_t k = 1; k <= BlockRowMaxCategories(p); k += 997) {
+      const int64_t slots = std::get<2>(layout(k, p));
+      EXPECT_LE(2 * slots * bytes + slots / (64 / bytes) * 8, 220 * 1024)
+          << "K " << k;
+    }
+  }
+
+  // The largest K: 8 chunks, each one's buffers and group totals within
+  // 220 KiB.
+  EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat32), 211840);
+  EXPECT_EQ(BlockRowMaxCategories(Precision::kFloat64), 105856);
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    std::vector<CategoricalSegment> wide(1);
+    wide[0].rows = 1;
+    wide[0].categories = BlockRowMaxCategories(p) + 1;
+    EXPECT_EQ(
+        PrepareCategoricalSegments(absl::MakeSpan(wide), p,
+                                   static_cast<uint64_t>(wide[0].categories), 1,
+                                   CategoricalKernel::kBlockRow)
+            .status()
+            .code(),
+        absl::StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // GPU tests of the categorical kernels: every output must equal, bit for
 // bit, what the CPU backend returns for the same request (kButterfly,
-// kWarpPerRow, kRowSplit, kLanes, kWarpTiles and kLaneGroups:
+// kWarpPerRow, kRowSplit, kLanes, kWarpTiles, kLaneGroups and kBlockRow:
 // SampleCategoricalCpu;
 // kPrefixSum:
 // SampleCategoricalReferenceCpu). Inputs are fresh random values from
@@ -180,10 +180,12 @@ struct Batch {
 
 // Runs `batch` through `kernel` on the GPU (the staging pipeline, with the
 // requests added in order, so that their offsets are the batch's) and
-// returns the whole output.
+// returns the whole output. `block_row_warps` > 0 replaces the plan's warps
+// a block-row block (the benchmark's "-2x" variant changes them too).
 template <typename T>
 std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
-                              bool warp_tiles_evict_first = false) {
+                              bool warp_tiles_evict_first = false,
+                              int block_row_warps = 0) {
   CategoricalBatchBuilder<T> builder(kernel);
   for (const Request& r : batch.requests) {
     const CategoricalSegment& s = r.segment;
@@ -201,6 +203,9 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
   EXPECT_TRUE(finished.ok()) << finished;
   if (!finished.ok()) return {};
   builder.mutable_plan().warp_tiles_evict_first = warp_tiles_evict_first;
+  if (block_row_warps > 0) {
+    builder.mutable_plan().block_row_warps = block_row_warps;
+  }
 
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
   EXPECT_TRUE(stager.ok()) << stager.status();
@@ -523,17 +528,22 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMatchesCpuAtIssueSizes) {
 
 // Rows whose total lies within 2^-19 of a power of two with inexact sums
 // (weights with long significands): the blocks' own sum cannot settle the
-// scale, and block 0 forms the contract's column-order sum itself. Just
-// below and just above 1, and the exact case (equal weights summing to a
-// power of two, settled without it).
-TYPED_TEST(CategoricalGpuTest, RowSplitScaleNearAPowerOfTwo) {
-  SAMPLER_SKIP_WITHOUT_GPU();
-  using T = TypeParam;
-  const uint64_t seed = FreshSeed();
-  SCOPED_TRACE(absl::StrCat("input seed ", seed));
-  InputRng rng(seed);
+// scale, and the row-split kernel's block 0 forms the contract's
+// column-order sum itself from global memory, the block-row kernel's warp 0
+// from shared memory. Just below and just above 1, and the exact case
+// (equal weights summing to a power of two: settled by the row-split
+// kernel's exactness test, by the contract's sum in the block-row kernel).
+template <typename T>
+void ExpectScaleNearAPowerOfTwoMatches(InputRng& rng,
+                                       CategoricalKernel kernel) {
   Batch<T> batch;
   for (int64_t k : {int64_t{1000}, int64_t{4097}, int64_t{1} << 17}) {
+    if (kernel == CategoricalKernel::kBlockRow &&
+        k > BlockRowMaxCategories(std::is_same_v<T, float>
+                                      ? Precision::kFloat32
+                                      : Precision::kFloat64)) {
+      continue;
+    }
     for (const double head : {1.0 - 0x1p-20, 1.0 + 0x1p-20, 1.0}) {
       const int64_t rows = 2;
       std::vector<T> values(static_cast<size_t>(rows * k));
@@ -549,12 +559,21 @@ TYPED_TEST(CategoricalGpuTest, RowSplitScaleNearAPowerOfTwo) {
         if (head != 1.0) row[rng.Below(k)] = static_cast<T>(head);
       }
       batch.AddValues(values, rows, k, 1 + static_cast<int32_t>(rng.Below(40)),
-                      WeightKind::kWeights, rng.Bits(), rng.Below(64),
-                      CategoricalKernel::kRowSplit);
+                      WeightKind::kWeights, rng.Bits(), rng.Below(64), kernel);
     }
   }
-  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kRowSplit),
-                "row split near a power of two");
+  ExpectMatches(
+      batch, RunOnGpu(batch, kernel),
+      absl::StrCat(CategoricalKernelName(kernel), " near a power of two"));
+}
+
+TYPED_TEST(CategoricalGpuTest, RowSplitScaleNearAPowerOfTwo) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  ExpectScaleNearAPowerOfTwoMatches<T>(rng, CategoricalKernel::kRowSplit);
 }
 
 // One launch of many requests with their own K (the chunk is the batch's
@@ -682,6 +701,105 @@ TYPED_TEST(CategoricalGpuTest, WarpTilesMixedBatch) {
   InputRng rng(seed);
   ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kWarpTiles, 30, 10000,
                              30000, 20, "warp tiles mixed batch");
+}
+
+// The block-row kernel (one block a row, the row in shared memory; a
+// cluster of 2 to 8 blocks past K = 16,384, each holding a chunk): K around
+// its groups of 16 floats (8 doubles) and 16-byte vectors (rows whose start
+// is and is not 16-byte aligned: consecutive rows of odd K start at every
+// offset, and K < 4 has no aligned middle at all), the contract's blocks of
+// 32, the block sizes (1 warp up to K = 1,024, 16 from 8,193), the cluster
+// sizes (2, 4 and 8 blocks: 16,385, 2^15 + 1, 2^17) and the largest K;
+// D = 1, 4 and 32; weights and logits; every FillRow pattern (zeros of both
+// signs, one dominant weight, subnormal totals, 30 decades).
+TYPED_TEST(CategoricalGpuTest, BlockRowMatchesCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  const int64_t largest = BlockRowMaxCategories(
+      std::is_same_v<T, float> ? Precision::kFloat32 : Precision::kFloat64);
+  for (int64_t k : {int64_t{1},
+                    int64_t{2},
+                    int64_t{3},
+                    int64_t{5},
+                    int64_t{15},
+                    int64_t{16},
+                    int64_t{17},
+                    int64_t{33},
+                    int64_t{255},
+                    int64_t{257},
+                    int64_t{1000},
+                    int64_t{1023},
+                    int64_t{1025},
+                    int64_t{4096},
+                    int64_t{4097},
+                    int64_t{8193},
+                    int64_t{13001},
+                    int64_t{16385},
+                    (int64_t{1} << 15) + 1,
+                    int64_t{1} << 17,
+                    largest}) {
+    if (k > largest) continue;  // double's largest is below 2^17
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      const int64_t rows = k >= 8192 ? 3 + rng.Below(6) : 3 + rng.Below(60);
+      const std::vector<T> values = MakeValues<T>(rng, rows, k, kind);
+      Batch<T> batch;
+      for (int32_t draws : {1, 4, 32}) {
+        batch.AddValues(values, rows, k, draws, kind, rng.Bits(),
+                        rng.Below(1000), CategoricalKernel::kBlockRow);
+      }
+      ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kBlockRow),
+                    absl::StrCat("block row, K ", k, " ", KindName(kind)));
+    }
+  }
+}
+
+// Many rows a block (each block walks rows blockIdx.x, + gridDim.x, ...
+// through its two buffers), many draws (more than a block's threads), and
+// the near-power-of-two scales of the row-split test.
+TYPED_TEST(CategoricalGpuTest, BlockRowManyRowsAndDraws) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  batch.Add(rng, 20000, 257, 1, WeightKind::kWeights, rng.Bits(), 3,
+            CategoricalKernel::kBlockRow);
+  batch.Add(rng, 3000, 1001, 3, WeightKind::kLogits, rng.Bits(), 0,
+            CategoricalKernel::kBlockRow);
+  batch.Add(rng, 40, 300, 700, WeightKind::kWeights, rng.Bits(), 9,
+            CategoricalKernel::kBlockRow);
+  batch.Add(rng, 5, 5000, 1000, WeightKind::kWeights, rng.Bits(), 1,
+            CategoricalKernel::kBlockRow);
+  ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kBlockRow),
+                "block row, many rows and draws");
+  // Any warps a block give the same bits (the plan's are 8 here).
+  for (const int warps : {1, 32}) {
+    ExpectMatches(batch,
+                  RunOnGpu(batch, CategoricalKernel::kBlockRow, false, warps),
+                  absl::StrCat("block row, many rows and draws, ", warps,
+                               " warps a block"));
+  }
+  ExpectScaleNearAPowerOfTwoMatches<T>(rng, CategoricalKernel::kBlockRow);
+}
+
+// One launch of many requests with their own K (the buffers sized by the
+// largest, the block's warps too), D, kind, seed and first row; then with
+// large K, so that a cluster serves every row and the small rows leave its
+// last blocks empty chunks.
+TYPED_TEST(CategoricalGpuTest, BlockRowMixedBatch) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kBlockRow, 30, 4000, 9000,
+                             20, "block row mixed batch");
+  ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kBlockRow, 24, 20000,
+                             50000, 8, "block row mixed batch, clusters");
 }
 
 }  // namespace

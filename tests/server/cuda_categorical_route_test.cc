@@ -27,15 +27,30 @@ TEST(CudaCategoricalRouteTest, LaneGroupsUpTo256) {
   }
 }
 
-TEST(CudaCategoricalRouteTest, WarpTilesFrom257To2To15) {
+// Rows of up to 64 KiB: 16,384 floats, 8,192 doubles.
+TEST(CudaCategoricalRouteTest, BlockRowFrom257To64KiBRows) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(257, p), CategoricalKernel::kWarpTiles);
-    EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kWarpTiles);
+    EXPECT_EQ(CategoricalKernelFor(257, p), CategoricalKernel::kBlockRow);
+    EXPECT_EQ(CategoricalKernelFor(1000, p), CategoricalKernel::kBlockRow);
+    EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kBlockRow);
+    EXPECT_EQ(CategoricalKernelFor(8192, p), CategoricalKernel::kBlockRow);
+  }
+  EXPECT_EQ(CategoricalKernelFor(16384, Precision::kFloat32),
+            CategoricalKernel::kBlockRow);
+  EXPECT_EQ(CategoricalKernelFor(8193, Precision::kFloat64),
+            CategoricalKernel::kWarpTiles);
+}
+
+TEST(CudaCategoricalRouteTest, WarpTilesPastBlockRowTo2To15) {
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    EXPECT_EQ(CategoricalKernelFor(16385, p), CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) - 1, p),
               CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 15, p),
               CategoricalKernel::kWarpTiles);
   }
+  EXPECT_EQ(CategoricalKernelFor(8193, Precision::kFloat64),
+            CategoricalKernel::kWarpTiles);
 }
 
 TEST(CudaCategoricalRouteTest, RowSplitPast2To15UpToItsLargestK) {

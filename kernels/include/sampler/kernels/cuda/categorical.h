@@ -71,7 +71,8 @@ enum class CategoricalKernel {
   // shuffles (S_d in the contract's order, quantization by multiplication,
   // a walk over chunk totals). Bits of SampleCategoricalCpu.
   kLanes,
-  // The service's kernel from K = 257 (129 until kLaneGroups) to 2^15
+  // The service's kernel past kBlockRow's rows (K = 16,385 float, 8,193
+  // double; from 257 before it, 129 before kLaneGroups) to 2^15
   // (categorical_warp_tiles.cu; its largest K is 2^17): one warp per row as
   // kWarpPerRow, S_d in the contract's column order, then the integer
   // weights by tiles of 128 (one 16-byte load a lane, quantization by
@@ -88,10 +89,22 @@ enum class CategoricalKernel {
   // chunk totals of 8 or 4 weights in shared memory, a binary search and a
   // walk per draw). Bits of SampleCategoricalCpu.
   kLaneGroups,
+  // The service's kernel from K = 257 to rows of 64 KiB (16,384 float,
+  // 8,192 double; server/cuda_exec_categorical.cc), and a comparison point
+  // past them (categorical_block_row.cu), K up to
+  // BlockRowMaxCategories: one thread block per row at a time (a cluster
+  // of 2 to 8 blocks past 64 KiB of values, each holding a chunk), the row
+  // held in shared memory (the next one arriving by a bulk asynchronous
+  // copy while this one is sampled), so that every weight leaves DRAM
+  // once; the scale from the blocks' own double sum where that provably
+  // gives the contract's binade (else the contract's S_d), integer group
+  // totals of 16 floats (8 doubles), a thread per draw. Bits of
+  // SampleCategoricalCpu.
+  kBlockRow,
 };
 
 // "butterfly", "prefix-sum", "warp-per-row", "row-split", "lanes",
-// "warp-tiles", "lane-groups".
+// "warp-tiles", "lane-groups", "block-row".
 const char* CategoricalKernelName(CategoricalKernel kernel);
 
 // The largest K that kRowSplit takes in `precision`: the most whose chunk
@@ -99,6 +112,12 @@ const char* CategoricalKernelName(CategoricalKernel kernel);
 // 385,280 (float) or 198,400 (double). PrepareCategoricalSegments refuses a
 // larger K for kRowSplit; the service routes one to kWarpPerRow.
 int64_t RowSplitMaxCategories(Precision precision);
+
+// The largest K that kBlockRow takes in `precision`: 8 blocks a row, each
+// chunk's two buffers and group totals in a block's shared memory, 211,840
+// (float) or 105,856 (double). PrepareCategoricalSegments refuses a larger K
+// for it.
+int64_t BlockRowMaxCategories(Precision precision);
 
 // One request (or a chunk of one) of a segmented batch: rows first_row ..
 // first_row + rows - 1 of a request under `seed`, their values row after row
@@ -124,8 +143,8 @@ struct CategoricalSegment {
   WeightKind kind = WeightKind::kWeights;
   // Set by PrepareCategoricalSegments: tasks of all earlier segments (a task
   // is a warp of 32 lane-aligned rows, or one row for kWarpPerRow,
-  // kRowSplit and kWarpTiles), so that a warp finds its segment by binary
-  // search.
+  // kRowSplit, kWarpTiles and kBlockRow), so that a warp finds its segment by
+  // binary search.
   int64_t task_begin = 0;
   // Set by PrepareCategoricalSegments: where this segment's scratch starts
   // in the workspace, in 8-byte elements (uint64 integer weights; 0 if it
@@ -165,6 +184,12 @@ struct CategoricalPlan {
   // K over the blocks, rounded up to a multiple of 32).
   int32_t row_split_ctas = 0;
   int64_t row_split_chunk = 0;
+  // kBlockRow: blocks a row (a cluster of 1, 2, 4 or 8, from the batch's
+  // largest K), warps a block (1 to 32, from its chunk) and the values each
+  // of a block's two row buffers holds.
+  int32_t block_row_ctas = 0;
+  int32_t block_row_warps = 0;
+  int64_t block_row_slots = 0;
   // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).

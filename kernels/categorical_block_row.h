@@ -1,0 +1,77 @@
+// The block-row categorical kernel (CategoricalKernel::kBlockRow, in
+// categorical_block_row.cu): one thread block (or a cluster of 2 to 8 for
+// large K) per row at a time, the row held in shared memory (two rows a
+// block, the next one arriving by a bulk asynchronous copy while this one
+// is sampled), so that every weight is read from DRAM once. Private to the
+// categorical CUDA library; categorical.cu plans and launches it.
+#ifndef SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
+#define SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/cuda/categorical.h"
+
+namespace sampler::kernels::cuda {
+
+// Blocks a row (one cluster): the fewest of 1, 2, 4, 8 whose chunks hold at
+// most kBlockRowTargetChunkBytes (16,384 floats, 8,192 doubles), else 8. A
+// batch runs the most that any of its rows wants.
+inline constexpr int kBlockRowMaxCtas = 8;
+inline constexpr int64_t kBlockRowTargetChunkBytes = int64_t{64} << 10;
+// With several blocks a row, a chunk is ceil(K / blocks) rounded up to a
+// multiple of this.
+inline constexpr int64_t kBlockRowChunkAlign = 16;
+// Warps a block: one per 1,024 values of the batch's largest chunk (a power
+// of two), 1 to 32 (a plan may ask for any number up to 32: the
+// benchmark's "-2x" variant doubles them).
+inline constexpr int kBlockRowMaxWarps = 32;
+// Dynamic shared memory a block may take: its two row buffers and its
+// group totals.
+inline constexpr size_t kBlockRowMaxSmemBytes = size_t{220} << 10;
+
+// Blocks a row for a batch whose largest K is `categories`, of values of
+// `value_bytes` bytes.
+int BlockRowCtas(int64_t categories, size_t value_bytes);
+
+// Values of a row of K `categories` that each of `ctas` blocks holds: K
+// itself for one block.
+int64_t BlockRowChunk(int64_t categories, int ctas);
+
+// The block's warps for chunks of up to `chunk` values.
+int BlockRowWarps(int64_t chunk);
+
+// Values each of a block's two row buffers holds for chunks of up to
+// `chunk` values of `value_bytes` bytes (room for the misaligned head of a
+// chunk and the zeros that pad its last group).
+int64_t BlockRowSlots(int64_t chunk, size_t value_bytes);
+
+// A block's dynamic shared memory for buffers of `slots` values: the two
+// buffers, then one uint64 per group of values.
+size_t BlockRowSmemBytes(int64_t slots, size_t value_bytes);
+
+// Queues the kernel for plan.tasks rows (one task a row, numbered by
+// task_begin as for kWarpPerRow) on `stream`: plan.block_row_ctas blocks a
+// row (a cluster), plan.block_row_warps warps a block, buffers of
+// plan.block_row_slots values, as many rows at a time as stay resident
+// (each block or cluster walks its rows, then the rows a grid further).
+template <typename T>
+absl::Status LaunchCategoricalBlockRow(const CategoricalPlan& plan,
+                                       const CategoricalSegment* segments,
+                                       const T* values, int32_t* out,
+                                       cudaStream_t stream);
+
+extern template absl::Status LaunchCategoricalBlockRow<float>(
+    const CategoricalPlan&, const CategoricalSegment*, const float*, int32_t*,
+    cudaStream_t);
+extern template absl::Status LaunchCategoricalBlockRow<double>(
+    const CategoricalPlan&, const CategoricalSegment*, const double*, int32_t*,
+    cudaStream_t);
+
+}  // namespace sampler::kernels::cuda
+
+#endif  // SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
