@@ -3,8 +3,8 @@
 per-thread samples (OUT_DIR/<round>/<server>/<case>.threads.tsv, written by
 server_probe.py threads while h2load drives the server): for each case, CPU
 microseconds per call and context switches per call (voluntary +
-involuntary) of each thread group, per server, medians over the rounds, as
-markdown. The process's own CPU per call (rounds.tsv, /proc/PID/stat) is
+involuntary) of each thread group, and the time its threads were runnable
+but waiting for a core, per server, medians over the rounds, as markdown. The process's own CPU per call (rounds.tsv, /proc/PID/stat) is
 the last row, a check on the groups' sum (threads that ended inside the
 window are in it and not in the groups).
 
@@ -19,7 +19,8 @@ import sys
 
 def main():
     out = sys.argv[1]
-    # (case, server, group) -> list over rounds of (threads, cpu, vol, invol)
+    # (case, server, group) -> list over rounds of (threads, cpu, vol, invol,
+    # wait)
     samples = collections.defaultdict(list)
     servers, cases = {}, {}
     for path in sorted(glob.glob(os.path.join(out, "*", "*", "*.threads.tsv"))):
@@ -28,9 +29,9 @@ def main():
         servers.setdefault(server, None)
         cases.setdefault(case, None)
         for line in open(path):
-            group, n, cpu, vol, invol = line.rstrip("\n").split("\t")
+            group, n, cpu, vol, invol, wait = line.rstrip("\n").split("\t")
             samples[(case, server, group)].append(
-                (int(n), float(cpu), float(vol), float(invol)))
+                (int(n), float(cpu), float(vol), float(invol), float(wait)))
     process = collections.defaultdict(list)
     rounds = os.path.join(out, "rounds.tsv")
     if os.path.exists(rounds):
@@ -92,6 +93,15 @@ def main():
         proc = [f"{statistics.median(v[1] for v in process[(case, s)]):.2f}"
                 if process.get((case, s)) else "" for s in names]
         print("| process, all threads | " + " | ".join(proc) + " |")
+
+        print(f"\n### {case}: us per call runnable but waiting for a core, "
+              "by thread group, medians over rounds\n")
+        print("| group | " + " | ".join(names) + " |")
+        print("|---" * (len(names) + 1) + "|")
+        for g in groups:
+            cells = [f"{median(case, s, g, 4):.1f}"
+                     if (case, s, g) in samples else "" for s in names]
+            print(f"| {g} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
