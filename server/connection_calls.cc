@@ -1,6 +1,6 @@
 #include "server/connection_calls.h"
 
-#include <functional>
+#include <algorithm>
 
 namespace sampler::server {
 
@@ -13,30 +13,57 @@ const ConnectionCalls::Shard& ConnectionCalls::ShardOf(
   return shards_[std::hash<std::string>{}(peer) % kShards];
 }
 
+void ConnectionCalls::SweepLocked(Shard& shard, Clock::time_point now) {
+  for (auto it = shard.calls.begin(); it != shard.calls.end();) {
+    if (it->second.in_server == 0 && now >= it->second.multiplexed_until) {
+      it = shard.calls.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  shard.sweep_at = std::max(kMinSweepSize, 2 * shard.calls.size());
+}
+
 ConnectionCalls::Entered ConnectionCalls::Enter(const std::string& peer) {
   Shard& shard = ShardOf(peer);
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto& entry = *shard.calls.try_emplace(peer, 0).first;
-  ++entry.second;
+  if (shard.calls.size() >= shard.sweep_at) SweepLocked(shard, now_());
+  auto& entry = *shard.calls.try_emplace(peer).first;
+  Calls& calls = entry.second;
+  ++calls.in_server;
   Entered entered;
   entered.ticket.shard_ = &shard;
   entered.ticket.entry_ = &entry;
-  entered.calls = entry.second;
+  entered.calls = calls.in_server;
+  if (calls.in_server >= 2) {
+    calls.multiplexed_until = now_() + window_;
+  } else if (calls.multiplexed_until == Clock::time_point{}) {
+    entered.lone = true;
+  } else if (now_() >= calls.multiplexed_until) {
+    calls.multiplexed_until = Clock::time_point{};  // forgotten at Leave
+    entered.lone = true;
+  }
   return entered;
 }
 
 void ConnectionCalls::Leave(const Ticket& ticket) {
   if (ticket.shard_ == nullptr) return;  // a ticket of no call
-  std::lock_guard<std::mutex> lock(ticket.shard_->mu);
-  if (--ticket.entry_->second > 0) return;
-  ticket.shard_->calls.erase(ticket.shard_->calls.find(ticket.entry_->first));
+  Shard& shard = *ticket.shard_;
+  std::lock_guard<std::mutex> lock(shard.mu);
+  Calls& calls = ticket.entry_->second;
+  if (--calls.in_server > 0) return;
+  // A connection that never multiplexed is forgotten at once; one that did
+  // is kept for its window (swept later).
+  if (calls.multiplexed_until == Clock::time_point{}) {
+    shard.calls.erase(shard.calls.find(ticket.entry_->first));
+  }
 }
 
-int ConnectionCalls::Calls(const std::string& peer) const {
+int ConnectionCalls::InServer(const std::string& peer) const {
   const Shard& shard = ShardOf(peer);
   std::lock_guard<std::mutex> lock(shard.mu);
   auto it = shard.calls.find(peer);
-  return it == shard.calls.end() ? 0 : it->second;
+  return it == shard.calls.end() ? 0 : it->second.in_server;
 }
 
 size_t ConnectionCalls::Connections() const {

@@ -10,8 +10,9 @@
 // call) but 16 x 16 from 0.86 to 0.83: the gRPC thread is held for the GPU
 // round trip while the other calls of its connection wait to be read, and
 // batches shrink. `auto` runs a batch there only when the call that closed
-// it was alone on its connection (Batch::closed_on_lone_call,
-// connection_calls.h), where holding the thread delays no one else's call.
+// it was alone on its connection, which has not multiplexed calls lately
+// (Batch::closed_on_lone_call, connection_calls.h), where holding the
+// thread delays no one else's call.
 #ifndef SAMPLER_SERVER_GPU_INLINE_H_
 #define SAMPLER_SERVER_GPU_INLINE_H_
 

@@ -54,8 +54,9 @@ struct Job {
   Clock::time_point enqueued{};
   // Set by the service for a unary call when it counts calls per connection
   // (connection_calls.h, for --gpu_inline=auto): no other unary call of its
-  // connection was in the server when it was queued. False when not counted
-  // (and for every piece of a stream).
+  // connection was in the server when it was queued, nor two at once within
+  // the last second. False when not counted (and for every piece of a
+  // stream).
   bool lone_call = false;
   // A per-job failure found during execution (e.g. an enumeration whose
   // result overflows the precision); OK otherwise. Written by the backend.

@@ -121,7 +121,8 @@ ABSL_FLAG(int64_t, gpu_inline_below_items, 0,
 ABSL_FLAG(std::string, gpu_inline, "always",
           "CUDA backend: which batches under --gpu_inline_below_items run "
           "on the gRPC thread: always, auto (only when the call that closed "
-          "the batch is its connection's only call in the server: the "
+          "the batch is its connection's only call in the server, on a "
+          "connection without two at once within the last second: the "
           "thread then keeps no other call of it waiting) or never");
 ABSL_FLAG(int32_t, gpu_eager_batches, 1,
           "CUDA backend: batches of a kind that may run at once before the "

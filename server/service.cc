@@ -224,7 +224,7 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
     const ConnectionCalls::Entered entered =
         calls->Enter(env.auth == nullptr ? j->client : context->peer());
     ticket = entered.ticket;
-    j->lone_call = entered.calls == 1;
+    j->lone_call = entered.lone;
   }
   j->done = [finish, calls, ticket](const absl::Status& status) {
     if (calls != nullptr) calls->Leave(ticket);

@@ -3,8 +3,9 @@
 // loopback, in process: a batch closed on a call's thread says whether that
 // call was alone on its connection (Batch::closed_on_lone_call, what the
 // CUDA backend's --gpu_inline=auto reads), a call of another connection is
-// not counted with it, and a call leaves the count before its answer goes
-// out, so the next call its client sends is alone again.
+// not counted with it, a call leaves the count before its answer goes out
+// (the next call its client sends is alone again), and a connection that
+// had two calls at once stays multiplexing for a while.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -154,13 +155,18 @@ TEST(LoneCallTest,
   ASSERT_TRUE(Call(*y, 3).ok());
   EXPECT_TRUE(backend.Lone(3, &seen));
   EXPECT_TRUE(seen);
-  // Call 1 answered: x's next call is alone again (a call leaves the count
-  // before its answer goes out).
+  // y's next call, sent after the answer to call 3: alone again (a call
+  // leaves the count before its answer goes out).
+  ASSERT_TRUE(Call(*y, 4).ok());
+  EXPECT_TRUE(backend.Lone(4, &seen));
+  EXPECT_TRUE(seen);
+  // Call 1 answered: x is empty, but it had two calls at once within the
+  // last second (a multiplexing client), so its next call is not lone.
   backend.Release();
   held.join();
   ASSERT_TRUE(held_status.ok()) << held_status.error_message();
-  ASSERT_TRUE(Call(*x, 4).ok());
-  EXPECT_TRUE(backend.Lone(4, &seen));
+  ASSERT_TRUE(Call(*x, 5).ok());
+  EXPECT_FALSE(backend.Lone(5, &seen));
   EXPECT_TRUE(seen);
 
   server->Shutdown();
