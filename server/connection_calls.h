@@ -4,7 +4,9 @@
 // queued, until its job is done (just before the reactor finishes it), so
 // that the next call its client sends after the answer never sees it. A
 // connection is its peer address (grpc's context->peer(), one per TCP
-// connection), whatever client the queue budget names.
+// connection), whatever client the queue budget names. (Over a unix socket
+// every connection may have the same peer: they then count as one, which
+// multiplexes, and auto runs nothing inline: the default's behaviour.)
 //
 // Why it is asked: a gRPC thread reads a connection's requests and runs their
 // handlers one after another. Running a GPU batch on that thread
