@@ -113,12 +113,13 @@ ABSL_FLAG(std::string, gpu_wait, "auto",
           "CUDA backend: how a worker waits for its GPU: auto (CUDA's "
           "choice: spin while the host has more cores than GPU contexts), "
           "spin, yield or block (sleep until the GPU is done)");
-ABSL_FLAG(int64_t, gpu_inline_below_items, 0,
+ABSL_FLAG(int64_t, gpu_inline_below_items, 16384,
           "CUDA backend: a batch of fewer work items than this that closes "
-          "when its request arrives runs on that request's gRPC thread when "
-          "its GPU has nothing queued and a stream free (no hand-off to the "
-          "stream's worker thread; needs --run_small_batches_inline); 0: off");
-ABSL_FLAG(std::string, gpu_inline, "always",
+          "when its request arrives may run on that request's gRPC thread "
+          "when its GPU has nothing queued and a stream free (no hand-off to "
+          "the stream's worker thread; which ones: --gpu_inline; needs "
+          "--run_small_batches_inline); 0: off");
+ABSL_FLAG(std::string, gpu_inline, "auto",
           "CUDA backend: which batches under --gpu_inline_below_items run "
           "on the gRPC thread: always, auto (only when the call that closed "
           "the batch is its connection's only call in the server, on a "
