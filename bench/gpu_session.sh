@@ -5,10 +5,10 @@
 # service benchmark, and every GPU of the host against one (issue 14). Logs
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
-# service floor multi wire pb small plan crossover upload unary categorical
-# enumerate.
+# service floor multi wire pb small smallprof plan crossover upload unary
+# categorical enumerate.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small plan crossover upload unary categorical enumerate}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical enumerate}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -139,26 +139,58 @@ if want plan; then
 fi
 
 # Small requests (issue 13 items 2 and 5) in interleaved rounds: the floor
-# and the CUDA backend as it starts by default (`cuda`: batches handed to a
-# stream's worker), with small batches run on the gRPC thread that closed
-# them (--gpu_inline_below_items: `cuda_inline` at 16384 items, faster at
-# 64 x 1 and slower at 16 x 16 in session 8's first run; `cuda_inline512`,
-# lone requests only), and without gRPC's max-age filter in every call
-# (`cuda_noage`, --max_connection_age=inf). The CPU backend is in the floor
-# part. (Session 6 measured --run_small_batches_inline=false and
-# --cpu_below_items=257 here, session 7 --gpu_wait=yield and block, session
-# 8 --gpu_eager_batches=2 and 4: no gain;
-# bench/results/floor-h100-session{6,7}-2026-11-26.md,
-# cuda-inline-h100-session8-2026-11-26.md.) About 2 minutes.
+# and the CUDA backend as it starts by default (`cuda`: a small batch closed
+# on a gRPC thread runs there only when the call that closed it is alone on
+# a connection that does not multiplex, --gpu_inline=auto with
+# --gpu_inline_below_items=16384; server/gpu_inline.h), with every batch
+# handed to a stream's worker (`cuda_handoff`, --gpu_inline=never: the
+# default before session 9) and with every small batch run on the gRPC
+# thread that closed it (`cuda_inline`, --gpu_inline=always: faster at
+# 64 x 1 and slower at 16 x 16 in session 8). The CPU backend is in the
+# floor and smallprof parts. (Session 6 measured
+# --run_small_batches_inline=false and --cpu_below_items=257 here, session
+# 7 --gpu_wait=yield and block, session 8 --gpu_eager_batches=2 and 4 and
+# --gpu_inline_below_items=512, session 9 auto with
+# --max_connection_age=inf: no gain; bench/results/floor-h100-session{6,7,8}
+# -2026-11-26.md, cuda-inline-h100-session8-2026-11-26.md.) Four rounds,
+# about 3.5 minutes; the same windows' CPU and context switches per call by
+# thread group go to small/threads.md.
+small_cpus() {  # small_cpus [VAR=value ...] COMMAND ...: servers and load apart
+  env SERVER_CPUS=0-$(($(nproc) - 5)) \
+    CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) H2LOAD_THREADS=4 "$@"
+}
 if want small; then
-  SERVER_CPUS=0-$(($(nproc) - 5)) CLIENT_CPUS=$(($(nproc) - 4))-$(($(nproc) - 1)) \
-    H2LOAD_THREADS=4 ROUNDS=2 DURATION=4 ./small_rounds.sh . "$work/small" \
+  small_cpus ROUNDS=4 DURATION=4 ./small_rounds.sh . "$work/small" \
     floor=./floor-server cuda=./sampler-server:--backend=cuda,--metrics_listen= \
-    cuda_inline=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=16384 \
-    cuda_inline512=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline_below_items=512 \
-    cuda_noage=./sampler-server:--backend=cuda,--metrics_listen=,--max_connection_age=inf \
+    cuda_handoff=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline=never \
+    cuda_inline=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline=always \
     > "$work/small.log" 2>&1
-  summary "small requests: rc=$? $(tail -11 "$work/small.log" | tr '\n' ';')"
+  summary "small requests: rc=$? $(tail -9 "$work/small.log" | tr '\n' ';')"
+  python3 thread_report.py "$work/small" > "$work/small/threads.md" 2>&1
+  summary "small requests by thread group: rc=$? (small/threads.md in results.tgz)"
+fi
+
+# Where a small call's CPU goes on this host, without perf (issue 13 target
+# 2: the CUDA path's 90-110 us a call against the floor's 62-65): one round
+# of the floor, the CPU backend and the CUDA backend's default (auto),
+# hand-off (never) and always-inline, with each thread's CPU time
+# (schedstat), run-queue wait and context switches read from /proc before
+# and after 3 s of h2load, grouped by thread name (gRPC's pollers and
+# executors, the batchers, the CUDA slot workers, the CUDA driver's
+# threads; server_probe.py, printed by thread_report.py to
+# smallprof/threads.md and the summary). About a minute.
+if want smallprof; then
+  small_cpus ROUNDS=1 DURATION=4 ./small_rounds.sh . "$work/smallprof" \
+    floor=./floor-server cpu=./sampler-server:--backend=cpu,--metrics_listen= \
+    cuda=./sampler-server:--backend=cuda,--metrics_listen= \
+    cuda_handoff=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline=never \
+    cuda_inline=./sampler-server:--backend=cuda,--metrics_listen=,--gpu_inline=always \
+    > "$work/smallprof.log" 2>&1
+  summary "small request profile: rc=$? $(tail -11 "$work/smallprof.log" | tr '\n' ';')"
+  python3 thread_report.py "$work/smallprof" > "$work/smallprof/threads.md" 2>&1
+  summary "small request profile by thread group: rc=$?"
+  cat "$work/smallprof/threads.md" >> "$work/summary.txt"
+  cat "$work/smallprof/threads.md"
 fi
 
 # The 16 MB upload (issue 13 item 3) in interleaved rounds, with where the

@@ -50,6 +50,7 @@ absl::StatusOr<std::unique_ptr<Backend>> Cuda(const BackendOptions& options,
   cuda.pool_release_threshold_bytes = options.gpu_pool_release_threshold_bytes;
   cuda.wait = options.gpu_wait;
   cuda.inline_below_items = options.gpu_inline_below_items;
+  cuda.inline_mode = options.gpu_inline;
   cuda.eager_batches = options.gpu_eager_batches;
   cuda.reason = reason;
   SAMPLER_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend,

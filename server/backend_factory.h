@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend.h"
+#include "server/gpu_inline.h"
 
 namespace sampler::server {
 
@@ -28,7 +29,9 @@ struct BackendOptions {
   std::string gpu_wait = "auto";
   // CUDA batches of fewer work items than this may run on the thread that
   // closed them (CudaBackendOptions::inline_below_items); 0: never.
-  int64_t gpu_inline_below_items = 0;
+  int64_t gpu_inline_below_items = 16384;
+  // Which of them do (CudaBackendOptions::inline_mode, gpu_inline.h).
+  GpuInline gpu_inline = GpuInline::kAuto;
   // CUDA batches of a kind run at once before the next is held back to
   // grow (CudaBackendOptions::eager_batches).
   int gpu_eager_batches = 1;

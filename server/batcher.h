@@ -42,6 +42,7 @@
 #include "server/backend.h"
 #include "server/jobs.h"
 #include "server/metrics.h"
+#include "server/thread_name.h"
 
 namespace sampler::server {
 
@@ -261,6 +262,7 @@ class Batcher {
     }
     SAMPLER_RETURN_IF_ERROR(
         budget_->Acquire(job->client, job->items, admitted_stream_chunk));
+    const bool lone_call = job->lone_call;
     Closed closed;
     bool wake_dispatcher = false;
     {
@@ -279,6 +281,7 @@ class Batcher {
       queue_.push_back(std::move(job));
       if (MayCloseLocked(now)) {
         closed = CloseLocked(now);
+        closed.batch.closed_on_lone_call = lone_call;
         wake_dispatcher = false;
       } else {
         SetQueueGaugesLocked();
@@ -396,6 +399,7 @@ class Batcher {
   // (those that may close when their job arrives close in Enqueue). Ends
   // once draining has emptied the queue (nothing can join it then).
   void DispatchLoop() {
+    NameThisThread("batcher");
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       if (draining_ && queue_.empty()) return;

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/thread_name.h"
 
 namespace sampler::server {
 
@@ -57,6 +58,7 @@ void CpuPool::Enqueue(std::vector<std::function<void()>> tasks) {
 }
 
 void CpuPool::WorkerLoop() {
+  NameThisThread("cpu-pool");
   for (;;) {
     std::function<void()> task;
     {

@@ -18,6 +18,7 @@
 #include "sampler/kernels/status_macros.h"
 #include "server/cuda_exec.h"
 #include "server/device_init.h"
+#include "server/thread_name.h"
 
 namespace sampler::server {
 
@@ -198,6 +199,7 @@ BatchResult CudaBackend::RunOnSlot(int position, int slot,
 }
 
 void CudaBackend::WorkerLoop(int position) {
+  NameThisThread("cuda-slot");
   // Runtime calls from this thread go to this worker's GPU. Should selecting
   // it fail, every batch this worker takes fails with that error: running
   // them on whatever device is current would mix GPUs and pools.
@@ -227,7 +229,12 @@ thread_local bool running_here = false;
 bool CudaBackend::RunHere(AnyBatch& batch, BatchDone& done) {
   const int64_t items =
       std::visit([](const auto& b) { return b.items; }, batch);
-  if (running_here || items >= options_.inline_below_items) return false;
+  const bool lone =
+      std::visit([](const auto& b) { return b.closed_on_lone_call; }, batch);
+  if (running_here || !WantsInline(options_.inline_mode,
+                                   options_.inline_below_items, items, lone)) {
+    return false;
+  }
   const std::optional<DeviceDispatch<Pending>::Claim> claim =
       dispatch_.TryClaim(items);
   if (!claim.has_value()) return false;

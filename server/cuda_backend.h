@@ -8,8 +8,10 @@
 // records events and waits for them, then hands each job its slice.
 // A small batch closed on a request's gRPC thread skips the worker: it runs
 // the same way on that thread when its GPU has nothing queued and a stream
-// free (RunHere, --gpu_inline_below_items; each stream's slot is held by
-// one batch at a time, whoever runs it: DeviceDispatch's slots).
+// free (RunHere, --gpu_inline_below_items; with --gpu_inline=auto only when
+// the call that closed it was alone on its connection, gpu_inline.h; each
+// stream's slot is held by one batch at a time, whoever runs it:
+// DeviceDispatch's slots).
 // A failed allocation fails that batch with RESOURCE_EXHAUSTED; the backend
 // goes on serving. The choice of GPU and the queues are DeviceDispatch
 // (device_dispatch.h); a GPU that cannot be initialised is logged and listed
@@ -33,6 +35,7 @@
 #include "server/backend.h"
 #include "server/cuda_slot.h"
 #include "server/device_dispatch.h"
+#include "server/gpu_inline.h"
 
 namespace sampler::server {
 
@@ -57,12 +60,20 @@ struct CudaBackendOptions {
   // and a stream free (RunHere): no hand-off to that stream's worker (its
   // wake-up and sleep, two context switches a batch), and the calls finish
   // on the thread that read them. That thread is busy for the batch's
-  // round trip meanwhile (about 0.1 ms for a small one). 0: off, the
-  // default: on an H100 host 16384 took 64 x 1 small requests from 0.82 to
-  // 0.86 of the floor (4.08 -> 2.99 context switches a call) but 16 x 16
-  // from 0.91 to 0.83 (batches of 17.9 requests instead of 23.8;
-  // bench/results/cuda-inline-h100-session8-2026-11-26.md).
-  int64_t inline_below_items = 0;
+  // round trip meanwhile (about 0.1 ms for a small one). 0: off. On an
+  // H100 host 16384, always, took 64 x 1 small requests from 0.82 to 0.86
+  // of the floor (4.08 -> 2.99 context switches a call) but 16 x 16 from
+  // 0.91 to 0.83 (batches of 17.9 requests instead of 23.8;
+  // bench/results/cuda-inline-h100-session8-2026-11-26.md); with auto
+  // (below) 0.91 and 0.94 against the hand-off's 0.82 and 0.92 (session 9
+  // mid-session call), so 16384 with auto is the default.
+  int64_t inline_below_items = 16384;
+  // Which of those batches run there (gpu_inline.h): only those closed by
+  // a call alone on a connection that does not multiplex (auto, the
+  // default: the gain at 64 x 1 without the loss at 16 x 16; the service
+  // must count calls per connection, ServiceOptions, else none is lone),
+  // always (session 8's mode) or never (the hand-off).
+  GpuInline inline_mode = GpuInline::kAuto;
   // Batches of a kind that may execute at once before a batcher holds its
   // next batch back so that it grows (Backend::EagerBatches; the batchers
   // clamp it to Capacity()). 1: one batch at a time grows the next one
@@ -88,9 +99,10 @@ class CudaBackend : public Backend {
   int Capacity() const override;
   int EagerBatches() const override;
   void Run(AnyBatch batch, BatchDone done) override;
-  // A batch under options.inline_below_items runs on the calling thread
-  // when dispatch gives it a free stream (DeviceDispatch::TryClaim); not
-  // one submitted from the done of a batch running here (no nesting).
+  // A batch under options.inline_below_items that options.inline_mode
+  // wants inline (WantsInline) runs on the calling thread when dispatch
+  // gives it a free stream (DeviceDispatch::TryClaim); not one submitted
+  // from the done of a batch running here (no nesting).
   bool RunHere(AnyBatch& batch, BatchDone& done) override;
   std::vector<PoolBytes> PoolUsage() const override;
 

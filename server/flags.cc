@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sampler/kernels/status_macros.h"
+#include "server/gpu_inline.h"
 #include "server/request_parse.h"
 #include "server/stream_chunk.h"
 
@@ -182,6 +183,10 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
       f.gpu_wait != "block") {
     return Bad("--gpu_wait", Quoted(f.gpu_wait),
                ": must be auto, spin, yield or block");
+  }
+  if (!ParseGpuInline(f.gpu_inline).has_value()) {
+    return Bad("--gpu_inline", Quoted(f.gpu_inline),
+               ": must be always, auto or never");
   }
   for (const absl::Status& s : {
            AtLeast("--max_batch_items", f.max_batch_items, 1,

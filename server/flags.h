@@ -54,6 +54,7 @@ struct ServerFlags {
   int64_t cpu_below_items = 0;
   std::string gpu_wait;
   int64_t gpu_inline_below_items = 0;
+  std::string gpu_inline;
   int64_t gpu_eager_batches = 0;
   absl::Duration drain_delay;
   absl::Duration shutdown_grace;

@@ -52,6 +52,12 @@ struct Job {
   std::function<bool()> cancelled = [] { return false; };
   // Set on entering the queue (for the queue-wait metric).
   Clock::time_point enqueued{};
+  // Set by the service for a unary call when it counts calls per connection
+  // (connection_calls.h, for --gpu_inline=auto): no other unary call of its
+  // connection was in the server when it was queued, nor two at once within
+  // the last second. False when not counted (and for every piece of a
+  // stream).
+  bool lone_call = false;
   // A per-job failure found during execution (e.g. an enumeration whose
   // result overflows the precision); OK otherwise. Written by the backend.
   absl::Status status;
@@ -154,6 +160,11 @@ template <typename JobT>
 struct Batch {
   std::vector<std::shared_ptr<JobT>> jobs;
   int64_t items = 0;
+  // Set by the batcher when it closed this batch on the thread of a call
+  // that arrived alone on its connection (Job::lone_call): holding that
+  // gRPC thread for the batch (Backend::RunHere) keeps no other call of
+  // that connection waiting to be read (CudaBackend, --gpu_inline=auto).
+  bool closed_on_lone_call = false;
 };
 
 }  // namespace sampler::server

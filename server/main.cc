@@ -113,11 +113,18 @@ ABSL_FLAG(std::string, gpu_wait, "auto",
           "CUDA backend: how a worker waits for its GPU: auto (CUDA's "
           "choice: spin while the host has more cores than GPU contexts), "
           "spin, yield or block (sleep until the GPU is done)");
-ABSL_FLAG(int64_t, gpu_inline_below_items, 0,
+ABSL_FLAG(int64_t, gpu_inline_below_items, 16384,
           "CUDA backend: a batch of fewer work items than this that closes "
-          "when its request arrives runs on that request's gRPC thread when "
-          "its GPU has nothing queued and a stream free (no hand-off to the "
-          "stream's worker thread; needs --run_small_batches_inline); 0: off");
+          "when its request arrives may run on that request's gRPC thread "
+          "when its GPU has nothing queued and a stream free (no hand-off to "
+          "the stream's worker thread; which ones: --gpu_inline; needs "
+          "--run_small_batches_inline); 0: off");
+ABSL_FLAG(std::string, gpu_inline, "auto",
+          "CUDA backend: which batches under --gpu_inline_below_items run "
+          "on the gRPC thread: always, auto (only when the call that closed "
+          "the batch is its connection's only call in the server, on a "
+          "connection without two at once within the last second: the "
+          "thread then keeps no other call of it waiting) or never");
 ABSL_FLAG(int32_t, gpu_eager_batches, 1,
           "CUDA backend: batches of a kind that may run at once before the "
           "next one is held back to grow (at most --streams_per_gpu times "
@@ -211,6 +218,7 @@ ServerFlags FlagValues() {
   f.cpu_below_items = absl::GetFlag(FLAGS_cpu_below_items);
   f.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
   f.gpu_inline_below_items = absl::GetFlag(FLAGS_gpu_inline_below_items);
+  f.gpu_inline = absl::GetFlag(FLAGS_gpu_inline);
   f.gpu_eager_batches = absl::GetFlag(FLAGS_gpu_eager_batches);
   f.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   f.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
@@ -287,6 +295,8 @@ int Run(ShutdownWatchdog& watchdog) {
   backend_options.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
   backend_options.gpu_inline_below_items =
       absl::GetFlag(FLAGS_gpu_inline_below_items);
+  // Checked with the other flags above.
+  backend_options.gpu_inline = *ParseGpuInline(flag_values.gpu_inline);
   backend_options.gpu_eager_batches = absl::GetFlag(FLAGS_gpu_eager_batches);
   absl::StatusOr<std::unique_ptr<Backend>> backend =
       CreateBackend(backend_options);
@@ -346,6 +356,10 @@ int Run(ShutdownWatchdog& watchdog) {
   options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
   options.batcher.run_here = absl::GetFlag(FLAGS_run_small_batches_inline);
+  // Only --gpu_inline=auto asks whether a call is alone on its connection.
+  options.count_connection_calls =
+      backend_options.gpu_inline == GpuInline::kAuto &&
+      backend_options.gpu_inline_below_items > 0 && info.name == "cuda";
   options.max_queued_items = absl::GetFlag(FLAGS_max_queued_items);
   options.auth = auth;
   options.stream_stall_timeout = absl::GetFlag(FLAGS_stream_stall_timeout);

@@ -46,6 +46,8 @@ struct CallEnv {
   Metrics* metrics = nullptr;
   AccessLog* access_log = nullptr;           // null: no access log
   const TokenAuthenticator* auth = nullptr;  // null: no token needed
+  // Null: calls per connection not counted (ServiceOptions).
+  ConnectionCalls* connection_calls = nullptr;
 };
 
 // The client a call is admitted as (QueueBudget): its bearer token when
@@ -214,10 +216,22 @@ grpc::ServerUnaryReactor* ServeUnary(const char* rpc,
   // Only called while the job is queued, i.e. before Finish: the context is
   // alive then.
   j->cancelled = [context] { return context->IsCancelled(); };
-  j->done = [finish](const absl::Status& status) {
+  // Counted until its answer is decided, before Finish: the next call its
+  // client sends after the answer must not find it counted.
+  ConnectionCalls* const calls = env.connection_calls;
+  ConnectionCalls::Ticket ticket;
+  if (calls != nullptr) {
+    const ConnectionCalls::Entered entered =
+        calls->Enter(env.auth == nullptr ? j->client : context->peer());
+    ticket = entered.ticket;
+    j->lone_call = entered.lone;
+  }
+  j->done = [finish, calls, ticket](const absl::Status& status) {
+    if (calls != nullptr) calls->Leave(ticket);
     finish(status, /*refused=*/false);
   };
   if (absl::Status queued = batcher.Enqueue(j); !queued.ok()) {
+    if (calls != nullptr) calls->Leave(ticket);
     finish(queued, /*refused=*/true);
   }
   return reactor;
@@ -332,8 +346,10 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ServeRawStream(
 
 namespace {
 // Where a call is authenticated, counted and logged.
-CallEnv EnvOf(const ServiceOptions& options, Metrics* metrics) {
-  return CallEnv{metrics, options.access_log.get(), options.auth.get()};
+CallEnv EnvOf(const ServiceOptions& options, Metrics* metrics,
+              ConnectionCalls* connection_calls) {
+  return CallEnv{metrics, options.access_log.get(), options.auth.get(),
+                 connection_calls};
 }
 
 // Chunks of streams are sized to fit the queues (stream_chunk.h).
@@ -350,6 +366,9 @@ SamplerServiceImpl::SamplerServiceImpl(ServiceOptions options, Backend* backend,
       metrics_(metrics),
       seeds_(EntropySeed),
       budget_(options_.max_queued_items),
+      connection_calls_(options_.count_connection_calls
+                            ? std::make_unique<ConnectionCalls>()
+                            : nullptr),
       pool_metered_(backend, metrics),
       enumerate_(Kind::kEnumerate, options_.batcher, &budget_, &pool_metered_,
                  metrics),
@@ -390,7 +409,8 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::Enumerate(
       [&](const std::shared_ptr<const v1::EnumerateRequest>& request) {
         return ParseEnumerate(*request, options_.limits);
       },
-      BindEnumerate, wire, enumerate_, EnvOf(options_, metrics_));
+      BindEnumerate, wire, enumerate_,
+      EnvOf(options_, metrics_, connection_calls_.get()));
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
@@ -403,7 +423,8 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleCategorical(
         return ParseCategorical(std::move(request), options_.limits, seeds_,
                                 /*streamed=*/false);
       },
-      BindCategorical, wire, categorical_, EnvOf(options_, metrics_));
+      BindCategorical, wire, categorical_,
+      EnvOf(options_, metrics_, connection_calls_.get()));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>*
@@ -417,8 +438,8 @@ SamplerServiceImpl::SampleCategoricalStream(
       },
       "max_rows_per_chunk",
       &v1::SampleCategoricalStreamRequest::max_rows_per_chunk, options_,
-      SliceCategorical, PieceToWire, categorical_, EnvOf(options_, metrics_),
-      &stall_watch_);
+      SliceCategorical, PieceToWire, categorical_,
+      EnvOf(options_, metrics_, connection_calls_.get()), &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
@@ -430,7 +451,8 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleGamma(
         return ParseGamma(*request, options_.limits, seeds_,
                           /*streamed=*/false);
       },
-      BindGamma, wire, gamma_, EnvOf(options_, metrics_));
+      BindGamma, wire, gamma_,
+      EnvOf(options_, metrics_, connection_calls_.get()));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>*
@@ -444,8 +466,8 @@ SamplerServiceImpl::SampleGammaStream(grpc::CallbackServerContext* context,
       },
       "max_samples_per_chunk",
       &v1::SampleGammaStreamRequest::max_samples_per_chunk, options_,
-      SliceGamma, PieceToWire, gamma_, EnvOf(options_, metrics_),
-      &stall_watch_);
+      SliceGamma, PieceToWire, gamma_,
+      EnvOf(options_, metrics_, connection_calls_.get()), &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
@@ -456,7 +478,8 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleDirichlet(
       [&](const std::shared_ptr<const v1::SampleDirichletRequest>& request) {
         return ParseDirichlet(*request, options_.limits, seeds_);
       },
-      BindDirichlet, wire, dirichlet_, EnvOf(options_, metrics_));
+      BindDirichlet, wire, dirichlet_,
+      EnvOf(options_, metrics_, connection_calls_.get()));
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
@@ -468,7 +491,8 @@ grpc::ServerUnaryReactor* SamplerServiceImpl::SampleBoards(
         return ParseBoards(*request, options_.limits, seeds_,
                            /*streamed=*/false);
       },
-      BindBoards, wire, boards_, EnvOf(options_, metrics_));
+      BindBoards, wire, boards_,
+      EnvOf(options_, metrics_, connection_calls_.get()));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>*
@@ -482,15 +506,15 @@ SamplerServiceImpl::SampleBoardsStream(grpc::CallbackServerContext* context,
       },
       "max_positions_per_chunk",
       &v1::SampleBoardsStreamRequest::max_positions_per_chunk, options_,
-      SliceBoards, PieceToWire, boards_, EnvOf(options_, metrics_),
-      &stall_watch_);
+      SliceBoards, PieceToWire, boards_,
+      EnvOf(options_, metrics_, connection_calls_.get()), &stall_watch_);
 }
 
 grpc::ServerUnaryReactor* SamplerServiceImpl::GetServerInfo(
     grpc::CallbackServerContext* context,
     const v1::GetServerInfoRequest* /*request*/,
     v1::GetServerInfoResponse* response) {
-  const CallEnv env = EnvOf(options_, metrics_);
+  const CallEnv env = EnvOf(options_, metrics_, connection_calls_.get());
   if (absl::Status denied = Authenticate(env.auth, *context); !denied.ok()) {
     return RefuseUnary(rpc::kGetServerInfo, context, denied, env);
   }

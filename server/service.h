@@ -25,6 +25,7 @@
 #include "server/auth.h"
 #include "server/backend.h"
 #include "server/batcher.h"
+#include "server/connection_calls.h"
 #include "server/metrics.h"
 #include "server/pool_metrics.h"
 #include "server/request_limits.h"
@@ -48,6 +49,10 @@ struct ServiceOptions {
   absl::Duration stream_stall_timeout = absl::Seconds(30);
   // One line per finished call when set (--access_log).
   std::shared_ptr<AccessLog> access_log;
+  // Count each connection's unary calls in the server, so that a job knows
+  // whether it arrived alone on its connection (Job::lone_call; for the
+  // CUDA backend's --gpu_inline=auto, connection_calls.h). Off: no cost.
+  bool count_connection_calls = false;
 };
 
 // The callback service with the raw methods (above) taking and giving
@@ -126,6 +131,8 @@ class SamplerServiceImpl final : public SamplerServiceBase {
   Metrics* const metrics_;
   const SeedSource seeds_;
   QueueBudget budget_;
+  // Null unless options_.count_connection_calls.
+  const std::unique_ptr<ConnectionCalls> connection_calls_;
   // What the batchers run on: backend_, recording its memory pools' usage
   // after each batch. Declared before the batchers, which use it until they
   // have drained.

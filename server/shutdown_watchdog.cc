@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "server/thread_name.h"
+
 namespace sampler::server {
 namespace {
 
@@ -43,6 +45,7 @@ void ShutdownWatchdog::Disarm() {
 }
 
 void ShutdownWatchdog::Watch(absl::Duration limit) {
+  NameThisThread("shutdown-watch");
   // The steady clock: a wall-clock step must not shorten or stretch the
   // bound.
   const auto deadline =

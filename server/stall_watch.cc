@@ -4,6 +4,8 @@
 #include <chrono>
 #include <vector>
 
+#include "server/thread_name.h"
+
 namespace sampler::server {
 
 int64_t NowNs() {
@@ -40,6 +42,7 @@ void StallWatch::Remove(Stream* stream) {
 }
 
 void StallWatch::Loop() {
+  NameThisThread("stall-watch");
   // A stall is seen between timeout and timeout + period after it began.
   const absl::Duration period =
       std::clamp(timeout_ / 4, absl::Milliseconds(5), absl::Seconds(1));

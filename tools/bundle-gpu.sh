@@ -29,4 +29,5 @@ cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
   "$root/bench/service/poisson_binomial_ref.py" \
   "$root/bench/service/small_rounds.sh" "$root/bench/service/crossover.sh" \
   "$root/bench/service/crossover_report.py" \
-  "$root/bench/service/server_probe.py" "$dest/"
+  "$root/bench/service/server_probe.py" "$root/bench/service/thread_report.py" \
+  "$dest/"

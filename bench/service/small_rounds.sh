@@ -18,7 +18,10 @@
 # switches per call from /proc, and for sampler-server, from its /metrics,
 # the mean time a call spent in the server, in its batcher queue, a batch's
 # device time and requests per batch) and prints the medians over the rounds
-# with the ratio to the server named "floor".
+# with the ratio to the server named "floor"; and OUT_DIR/<round>/<name>/
+# <case>.threads.tsv, the same window's CPU time and context switches per
+# call by thread group (server_probe.py threads; thread_report.py OUT_DIR
+# tabulates them).
 #   ROUNDS (5)  DURATION seconds per case (4)  SERVER_CPUS (0)
 #   CLIENT_CPUS (1)  H2LOAD_THREADS (1)
 #   CASE: the request, a case of frames.cc (gamma_256_f32; e.g.
@@ -103,6 +106,10 @@ where = subprocess.run(
     [sys.executable, probe, "diff", f"{d}/{label}.before.json",
      f"{d}/{label}.after.json", str(calls)],
     capture_output=True, text=True).stdout.strip()
+with open(f"{d}/{label}.threads.tsv", "w") as threads:
+    subprocess.run(
+        [sys.executable, probe, "threads", f"{d}/{label}.before.json",
+         f"{d}/{label}.after.json", str(calls)], stdout=threads)
 print(f"{rnd}\t{name}\t{label}\t{rate:.0f}\t{q(.5):.2f}\t{q(.99):.2f}\t{where}")
 PY
     done

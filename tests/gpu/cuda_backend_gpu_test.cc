@@ -2,8 +2,10 @@
 // thread, done included, with the bits a worker gives the same batch (and
 // the CPU twin's); a batch over --gpu_inline_below_items, any batch when it
 // is 0, and one submitted from a here-run's done are declined and left to
-// the caller; and callers running batches here while others go to the
-// workers never share a stream (every answer stays right).
+// the caller; with --gpu_inline=auto only a batch closed by a call alone
+// on its connection runs here (never: none); and callers running batches
+// here while others go to the workers never share a stream (every answer
+// stays right).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -67,11 +69,13 @@ AnyBatch BatchOf(const std::vector<GammaCase>& cases) {
 }
 
 std::unique_ptr<CudaBackend> MakeBackend(int64_t inline_below_items,
-                                         int streams = 2) {
+                                         int streams = 2,
+                                         GpuInline mode = GpuInline::kAlways) {
   CudaBackendOptions options;
   options.devices = {0};
   options.streams_per_device = streams;
   options.inline_below_items = inline_below_items;
+  options.inline_mode = mode;
   absl::StatusOr<std::unique_ptr<CudaBackend>> backend =
       CudaBackend::Create(std::move(options));
   EXPECT_TRUE(backend.ok()) << backend.status();
@@ -101,6 +105,20 @@ class DoneWaiter {
   bool done_ = false;
   BatchResult result_;
 };
+
+// RunHere declines the batch of `cases`, leaving batch and done to the
+// caller, and a worker then runs it.
+void ExpectDeclinedAndRunByAWorker(CudaBackend& backend,
+                                   const std::vector<GammaCase>& cases) {
+  AnyBatch batch = BatchOf(cases);
+  DoneWaiter waiter;
+  BatchDone done = waiter.Callback();
+  EXPECT_FALSE(backend.RunHere(batch, done));
+  ASSERT_TRUE(done);
+  ASSERT_EQ(std::get<Batch<GammaJob>>(batch).jobs.size(), cases.size());
+  backend.Run(std::move(batch), std::move(done));
+  EXPECT_TRUE(waiter.Wait().status.ok());
+}
 
 TEST(CudaBackendRunHereTest, RunsOnTheCallingThreadWithTheWorkersBits) {
   std::unique_ptr<CudaBackend> backend = MakeBackend(16384);
@@ -142,14 +160,7 @@ TEST(CudaBackendRunHereTest, DeclinesLargeBatchesWhenOffAndWhenNested) {
   const std::vector<GammaCase> next_case = {Gamma(10, 5)};
   const std::vector<GammaCase> tiny_case = {Gamma(2, 6)};
   // At the threshold: declined, batch and done left to the caller.
-  AnyBatch large = BatchOf(large_case);
-  DoneWaiter large_waiter;
-  BatchDone large_done = large_waiter.Callback();
-  EXPECT_FALSE(backend->RunHere(large, large_done));
-  ASSERT_TRUE(large_done);
-  ASSERT_EQ(std::get<Batch<GammaJob>>(large).jobs.size(), 1u);
-  backend->Run(std::move(large), std::move(large_done));
-  EXPECT_TRUE(large_waiter.Wait().status.ok());
+  ExpectDeclinedAndRunByAWorker(*backend, large_case);
 
   // A batch submitted from a here-run's done goes to a worker.
   bool nested_declined = false;
@@ -172,6 +183,40 @@ TEST(CudaBackendRunHereTest, DeclinesLargeBatchesWhenOffAndWhenNested) {
   BatchDone tiny_done = [](BatchResult) { ADD_FAILURE() << "ran"; };
   EXPECT_FALSE(off->RunHere(tiny, tiny_done));
   ASSERT_TRUE(tiny_done);
+}
+
+// --gpu_inline=auto: only a batch closed by a call alone on its connection
+// (Batch::closed_on_lone_call) runs here; never: none.
+TEST(CudaBackendRunHereTest, AutoRunsHereOnlyBatchesClosedByALoneCall) {
+  std::unique_ptr<CudaBackend> backend =
+      MakeBackend(16384, /*streams=*/2, GpuInline::kAuto);
+  ASSERT_NE(backend, nullptr);
+  const std::vector<GammaCase> crowded_case = {Gamma(256, 7)};
+  const std::vector<GammaCase> lone_case = {Gamma(256, 8)};
+  // Not closed by a lone call (the default): to a worker.
+  ExpectDeclinedAndRunByAWorker(*backend, crowded_case);
+
+  AnyBatch lone = BatchOf(lone_case);
+  std::get<Batch<GammaJob>>(lone).closed_on_lone_call = true;
+  int calls = 0;
+  BatchDone lone_done = [&calls](BatchResult result) {
+    EXPECT_TRUE(result.status.ok()) << result.status;
+    ++calls;
+  };
+  ASSERT_TRUE(backend->RunHere(lone, lone_done));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(*crowded_case[0].out, CpuBits(*crowded_case[0].job));
+  EXPECT_EQ(*lone_case[0].out, CpuBits(*lone_case[0].job));
+
+  std::unique_ptr<CudaBackend> never =
+      MakeBackend(16384, /*streams=*/2, GpuInline::kNever);
+  ASSERT_NE(never, nullptr);
+  const std::vector<GammaCase> never_case = {Gamma(256, 9)};
+  AnyBatch declined = BatchOf(never_case);
+  std::get<Batch<GammaJob>>(declined).closed_on_lone_call = true;
+  BatchDone declined_done = [](BatchResult) { ADD_FAILURE() << "ran"; };
+  EXPECT_FALSE(never->RunHere(declined, declined_done));
+  ASSERT_TRUE(declined_done);
 }
 
 TEST(CudaBackendRunHereTest, CallersAndWorkersNeverShareAStream) {

@@ -50,6 +50,7 @@ struct SeenBatch {
   Kind kind = Kind::kGamma;
   std::vector<uint64_t> ids;
   int64_t items = 0;
+  bool closed_on_lone_call = false;
 };
 
 // The kind of each batch type, as the fake backend records it.
@@ -101,6 +102,7 @@ class FakeBackend : public Backend {
             SeenBatch seen;
             seen.kind = KindOf(b);
             seen.items = b.items;
+            seen.closed_on_lone_call = b.closed_on_lone_call;
             for (const auto& job : b.jobs) seen.ids.push_back(job->seed);
             seen_.push_back(std::move(seen));
           },
@@ -192,6 +194,7 @@ class FakeBackend : public Backend {
     SeenBatch seen;
     seen.kind = kind;
     seen.items = batch.items;
+    seen.closed_on_lone_call = batch.closed_on_lone_call;
     std::vector<std::shared_ptr<Job>> jobs;
     for (const auto& job : batch.jobs) {
       seen.ids.push_back(job->seed);
@@ -486,6 +489,56 @@ TEST_F(BatcherTest, AnIdleBatcherHandsTheBatchOverOnTheEnqueuingThread) {
   EXPECT_EQ(backend.run_threads()[1], std::this_thread::get_id());
   EXPECT_EQ(backend.here_threads().size(), 1u);
   ASSERT_TRUE(handed->Wait());
+}
+
+// A batch closed on the enqueuing thread says whether that thread's call
+// arrived alone on its connection (Job::lone_call; the CUDA backend's
+// --gpu_inline=auto runs only such a batch there); one the dispatcher
+// closes never does: no call's thread holds it.
+TEST_F(BatcherTest, ABatchClosedOnACallsThreadCarriesWhetherItWasLone) {
+  FakeBackend backend(/*capacity=*/1);
+  BoundedBatcher<> batcher(Options(1 << 20, kForever, /*close_when_idle=*/true),
+                           &budget_, &backend, &metrics_);
+  const auto lone = [](uint64_t id, bool is_lone,
+                       std::shared_ptr<Outcome> outcome) {
+    auto job = MakeJob(id, 5, std::move(outcome));
+    job->lone_call = is_lone;
+    return job;
+  };
+  std::vector<std::shared_ptr<Outcome>> outcomes;
+  for (int i = 0; i < 5; ++i) outcomes.push_back(std::make_shared<Outcome>());
+  // Idle: closes on this thread, lone.
+  ASSERT_TRUE(batcher->Enqueue(lone(1, true, outcomes[0])).ok());
+  ASSERT_TRUE(backend.WaitForBatches(1));
+  // While it runs, a lone call and another queue; the dispatcher closes
+  // them when it completes.
+  ASSERT_TRUE(batcher->Enqueue(lone(2, true, outcomes[1])).ok());
+  ASSERT_TRUE(batcher->Enqueue(lone(3, false, outcomes[2])).ok());
+  ASSERT_TRUE(backend.CompleteOldest());
+  ASSERT_TRUE(backend.WaitForBatches(2));
+  ASSERT_TRUE(backend.CompleteOldest());
+  ASSERT_TRUE(outcomes[2]->Wait());
+  // Idle again: closes on this thread, not lone.
+  ASSERT_TRUE(batcher->Enqueue(lone(4, false, outcomes[3])).ok());
+  ASSERT_TRUE(backend.WaitForBatches(3));
+  ASSERT_TRUE(backend.CompleteOldest());
+  ASSERT_TRUE(outcomes[3]->Wait());
+  // A job made without the count is not lone.
+  ASSERT_TRUE(batcher->Enqueue(MakeJob(5, 5, outcomes[4])).ok());
+  ASSERT_TRUE(backend.WaitForBatches(4));
+  ASSERT_TRUE(backend.CompleteOldest());
+  ASSERT_TRUE(outcomes[4]->Wait());
+
+  const std::vector<SeenBatch> seen = backend.seen();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].ids, Ids({1}));
+  EXPECT_TRUE(seen[0].closed_on_lone_call);
+  EXPECT_EQ(seen[1].ids, Ids({2, 3}));
+  EXPECT_FALSE(seen[1].closed_on_lone_call);
+  EXPECT_EQ(seen[2].ids, Ids({4}));
+  EXPECT_FALSE(seen[2].closed_on_lone_call);
+  EXPECT_EQ(seen[3].ids, Ids({5}));
+  EXPECT_FALSE(seen[3].closed_on_lone_call);
 }
 
 // EagerBatches: with close_when_idle, batches close at once while fewer

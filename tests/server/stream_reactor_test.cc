@@ -27,6 +27,7 @@
 #include "server/cpu_backend.h"
 #include "server/metrics.h"
 #include "server/service.h"
+#include "tests/server/loopback_server.h"
 #include "tests/server/request_test_util.h"
 
 namespace sampler::server {
@@ -83,11 +84,7 @@ TEST(StreamReactorTest, APieceDoneHeldWhileItsStreamEndsUsesNoFreedReactor) {
   auto service =
       std::make_unique<SamplerServiceImpl>(options, backend->get(), &metrics);
   int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(service.get());
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = StartOnLoopback(service.get(), &port);
   ASSERT_NE(server, nullptr);
   auto stub = v1::SamplerService::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI stage: the unit and integration suites under AddressSanitizer with
 # UndefinedBehaviorSanitizer, and the concurrent pieces (batcher, CPU
-# backend, the CUDA backend's device dispatch, metrics) under
+# backend, the CUDA backend's device dispatch, metrics, the count of each
+# connection's calls) under
 # ThreadSanitizer. Separate build trees, host code
 # only (no CUDA). Ends with "sanitizers: N passed, N failed".
 set -uo pipefail
@@ -10,8 +11,8 @@ jobs=$(nproc)
 passed=0; failed=0
 
 # Unit and integration binaries, by CTest name.
-asan_tests='^(detmath|philox|boards|categorical|gamma|dirichlet|enumerate|golden|request_parse|stream_chunk|cpu_backend|metrics|batcher|client_(common|ctl|loadgen)|stream_reactor|integration)_test$'
-tsan_tests='^(batcher|cpu_backend|device_dispatch|metrics)_test$'
+asan_tests='^(detmath|philox|boards|categorical|gamma|dirichlet|enumerate|golden|request_parse|stream_chunk|cpu_backend|metrics|batcher|client_(common|ctl|loadgen)|stream_reactor|connection_calls|lone_call|gpu_inline|integration)_test$'
+tsan_tests='^(batcher|cpu_backend|device_dispatch|metrics|connection_calls)_test$'
 
 run_suite() {  # name sanitize test-regex targets...
   local name=$1 sanitize=$2 regex=$3; shift 3
@@ -32,13 +33,14 @@ if run_suite asan address "$asan_tests" detmath_test philox_test boards_test \
     categorical_test gamma_test dirichlet_test enumerate_test golden_test \
     request_parse_test stream_chunk_test cpu_backend_test metrics_test \
     batcher_test client_common_test client_ctl_test client_loadgen_test \
-    stream_reactor_test integration_test sampler-server; then
+    stream_reactor_test connection_calls_test lone_call_test gpu_inline_test \
+    integration_test sampler-server; then
   passed=$((passed + 1)); echo "asan+ubsan: passed"
 else
   failed=$((failed + 1)); echo "asan+ubsan: FAILED"
 fi
 if run_suite tsan thread "$tsan_tests" batcher_test cpu_backend_test \
-    device_dispatch_test metrics_test; then
+    device_dispatch_test metrics_test connection_calls_test; then
   passed=$((passed + 1)); echo "tsan: passed"
 else
   failed=$((failed + 1)); echo "tsan: FAILED"
