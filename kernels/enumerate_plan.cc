@@ -34,14 +34,20 @@ namespace sampler::kernels::cuda {
 
 namespace enumerate_internal {
 
-// Thresholds measured in bench/results/enumerate-kernel.md.
+// Thresholds measured in bench/results/enumerate-kernel.md, except the two
+// of session 9 (issue 11), predicted from counts and not yet measured: from
+// 65 to 512 g1r7x4 (four problems a warp, tiles of 56 outputs: 1.32x the
+// useful products executed at m = 256 against g1r5's 1.61x, and 7 FMAs for
+// every 1.25 shared loads instead of 5), from 513 to 2048 g1r7s4 (g1r7's
+// tiles split over a block's 4 warps: m = 1024, B = 256 fills 3.2 waves of
+// warps, not 0.81).
 int AutoLinearConfig(int64_t lx, int64_t ly) {
   (void)ly;
-  if (lx <= 40) return 1;    // g1r5x2q1: two problems per warp
-  if (lx <= 64) return 2;    // g1r3q2
-  if (lx <= 512) return 4;   // g1r5
-  if (lx <= 2048) return 5;  // g1r7
-  return 9;                  // g2r15
+  if (lx <= 40) return 1;     // g1r5x2q1: two problems per warp
+  if (lx <= 64) return 2;     // g1r3q2
+  if (lx <= 512) return 14;   // g1r7x4 (long)
+  if (lx <= 2048) return 16;  // g1r7s4 (split)
+  return 9;                   // g2r15
 }
 
 // Every size the pair kernel fits. By count of instructions it issues less
@@ -96,7 +102,7 @@ using enumerate_internal::TileOutputs;
 namespace {
 
 constexpr EnumerateDirectConfig PublicConfig(const DirectConfigDef& d) {
-  return {d.g, d.r, d.sw, d.q, d.name};
+  return {d.g, d.r, d.sw, d.q, d.name, d.split, d.chunk};
 }
 template <int... I>
 constexpr std::array<EnumerateDirectConfig, sizeof...(I)> PublicConfigs(
@@ -547,13 +553,33 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
       } else {
         l.task_begin = static_cast<int64_t>(tasks_.size());
         tasks_.reserve(tasks_.size() + static_cast<size_t>(tiles_total));
-        for (size_t i = 0; i < sps.size(); ++i) {
+        // Tiles in problem order, each problem's in tile order; for the
+        // long-chunk sub-warps, tile-major over runs of SW problems, so
+        // that a warp's SW sub-warps take the same tile of SW problems
+        // (equal steps in a uniform batch, where consecutive tiles of one
+        // problem would leave sub-warps idle while the longest runs). The
+        // order moves tiles between warps only: a tile's sum is the same
+        // bits in any sub-warp.
+        const int run = l.kind == LaunchKind::kLinear &&
+                                kDirectConfigDefs[l.config].chunk > 0
+                            ? kDirectConfigDefs[l.config].sw
+                            : 1;
+        auto tiles_of = [&](size_t i) {
           const int64_t K =
               static_cast<int64_t>(sps[i].a_len) + sps[i].b_len - 1;
-          const int64_t tiles = (K + tw - 1) / tw;
-          for (int64_t t = 0; t < tiles; ++t) {
-            tasks_.push_back(
-                {static_cast<int32_t>(i), static_cast<int32_t>(t)});
+          return (K + tw - 1) / tw;
+        };
+        for (size_t i0 = 0; i0 < sps.size(); i0 += run) {
+          const size_t i1 = std::min(sps.size(), i0 + run);
+          int64_t most = 0;
+          for (size_t i = i0; i < i1; ++i) most = std::max(most, tiles_of(i));
+          for (int64_t t = 0; t < most; ++t) {
+            for (size_t i = i0; i < i1; ++i) {
+              if (t < tiles_of(i)) {
+                tasks_.push_back(
+                    {static_cast<int32_t>(i), static_cast<int32_t>(t)});
+              }
+            }
           }
         }
         l.task_count = static_cast<int64_t>(tasks_.size()) - l.task_begin;

@@ -90,8 +90,8 @@ using enumerate_internal::TileOutputs;
 // configuration.
 TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
   const std::vector<std::pair<int64_t, int>> linear = {
-      {1, 1},   {40, 1},  {41, 2},   {64, 2},   {65, 4},
-      {512, 4}, {513, 5}, {2048, 5}, {2049, 9}, {1 << 20, 9}};
+      {1, 1},    {40, 1},   {41, 2},    {64, 2},   {65, 14},
+      {512, 14}, {513, 16}, {2048, 16}, {2049, 9}, {1 << 20, 9}};
   for (const auto& [lx, config] : linear) {
     for (int64_t ly : {lx, 2 * lx + 7, int64_t{1} << 22}) {
       EXPECT_EQ(AutoLinearConfig(lx, ly), config) << lx << " x " << ly;
@@ -462,6 +462,57 @@ TYPED_TEST(EnumerateCudaHostTest, PlannedTreeComputesTheSum) {
         EXPECT_NEAR(g, c, tol * c) << "problem " << p << " element " << k;
       }
     }
+  }
+}
+
+// A linear launch's task list holds every tile of every step problem once:
+// in problem order for most configurations, and for the long-chunk
+// sub-warps (g1r7x4) tile-major over runs of 4 problems, so that a warp's
+// sub-warps take the same tile of 4 problems (the kernel's sums do not
+// depend on the order; the planner's fingerprint does).
+TEST(EnumeratePlanTest, LongSubwarpTasksRunTileMajor) {
+  const std::vector<float> a = Uniform<float>(256), b = Uniform<float>(100);
+  constexpr int kLongSubwarps = 14;
+  ASSERT_EQ(std::string(EnumerateDirectConfigs()[kLongSubwarps].name),
+            "g1r7x4 (long)");
+  for (const int config : {kLongSubwarps, 4}) {
+    EnumerateOptions o;
+    o.method = EnumerateMethod::kDirect;
+    o.direct_config = config;
+    EnumerateBatchBuilder<float> builder(o);
+    for (int p = 0; p < 5; ++p) {
+      ASSERT_TRUE(builder
+                      .Add({{0, p == 1 ? b : a}, {0, a}}, ProbSpace::kLinear,
+                           ProbSpace::kLinear)
+                      .ok());
+    }
+    ASSERT_TRUE(builder.Finish().ok());
+    std::vector<unsigned char> arena(builder.ArenaBytes());
+    builder.PackInto(arena.data());
+    const EnumerateBatch<float> v =
+        builder.View(arena.data(), nullptr, nullptr, nullptr, 0);
+    ASSERT_EQ(v.launches->size(), 1u);
+    const enumerate_internal::Launch& l = v.launches->front();
+    const auto* tasks = reinterpret_cast<const enumerate_internal::Task*>(
+                            arena.data() + v.tasks_at) +
+                        l.task_begin;
+    const int tw = TileOutputs(LaunchKind::kLinear, config);
+    auto tiles = [&](int p) { return ((p == 1 ? 355 : 511) + tw - 1) / tw; };
+    const int run = config == kLongSubwarps ? 4 : 1;
+    std::vector<std::pair<int, int>> want;
+    for (int p0 = 0; p0 < 5; p0 += run) {
+      const int p1 = std::min(5, p0 + run);
+      for (int t = 0; t < tiles(0); ++t) {
+        for (int p = p0; p < p1; ++p) {
+          if (t < tiles(p)) want.push_back({p, t});
+        }
+      }
+    }
+    std::vector<std::pair<int, int>> got;
+    for (int64_t i = 0; i < l.task_count; ++i) {
+      got.push_back({tasks[i].step_problem, tasks[i].tile});
+    }
+    EXPECT_EQ(got, want) << config;
   }
 }
 
