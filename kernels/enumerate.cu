@@ -196,7 +196,7 @@ struct Shape {
 template <int C, bool kF32>
 constexpr int ChunkTarget() {
   constexpr DirectConfigDef D = kDirectConfigDefs[C];
-  if constexpr (D.chunk > 0) return kF32 ? D.chunk : D.chunk / 2;
+  if constexpr (D.chunk > 0) return kF32 ? D.chunk : D.chunk_f64;
   return D.small_chunks ? (D.r <= 3 ? 64 : 40) : (kF32 ? 1024 : 512);
 }
 

@@ -25,10 +25,11 @@ struct DirectConfigDef {
   // its j range, the parts added in part order (1: a warp a tile). For
   // batches of few long problems, whose tiles would fill less than a wave.
   int split = 1;
-  // The x chunk's target length in float elements (double: half), 0 for
-  // the default (small_chunks' or 1024): smaller chunks, less shared memory
-  // a warp, more blocks an SM.
+  // The x chunk's target length for float and for double products, 0 for
+  // the default (small_chunks' or 1024 / 512): smaller chunks, less shared
+  // memory a warp, more blocks an SM.
   int chunk = 0;
+  int chunk_f64 = 0;
 };
 
 // The direct configurations (the template instantiations). Index = config.
@@ -51,14 +52,16 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     // its rectangle at m = 256 (executed / useful products 1.34 at g1r5x2,
     // 1.32 at g1r7x4 and 1.42 at g1r9x4, against g1r5's 1.61); chunks of
     // 140-260 values (float) keep a warp's shared memory at 5.0-6.3 KB,
-    // below g1r5's 8.8 KB.
-    {1, 5, 2, 1, false, "g1r5x2 (long)", 1, 260},
-    {1, 7, 4, 1, false, "g1r7x4 (long)", 1, 140},
-    {1, 9, 4, 1, false, "g1r9x4 (long)", 1, 144},
+    // below g1r5's 8.8 KB; double chunks as long as still fit the blocks an
+    // SM that their registers allow (6-7; a shorter chunk costs a staging
+    // round more).
+    {1, 5, 2, 1, false, "g1r5x2 (long)", 1, 260, 200},
+    {1, 7, 4, 1, false, "g1r7x4 (long)", 1, 140, 112},
+    {1, 9, 4, 1, false, "g1r9x4 (long)", 1, 144, 108},
     // Split tiles: the block's 4 warps share a tile (m = 1024, B = 256: 2,560
     // tiles of g1r7 are 0.81 waves of warps; split, 10,240 warps).
-    {1, 7, 1, 1, false, "g1r7s4 (split)", 4, 280},
-    {1, 9, 1, 1, false, "g1r9s4 (split)", 4, 288},
+    {1, 7, 1, 1, false, "g1r7s4 (split)", 4, 280, 280},
+    {1, 9, 1, 1, false, "g1r9s4 (split)", 4, 288, 288},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
