@@ -36,16 +36,16 @@
 // independent sub-warps of 16 lanes (G = 1, a problem each: a tile of 80
 // outputs instead of 160 wastes less on a 63-output result), and load the
 // first chunks of Q tasks together, every load in flight before any is used.
-// Mid-sized problems (m around 256) take S = 4 sub-warps of 8 lanes with
-// long chunks and 16-byte x loads: the rectangle waste of a tile is about
-// its width over the problem's length, so a tile of 56 outputs that keeps 7
-// a lane wastes a third of what one of 160 does; the planner gives a warp's
+// Mid-sized problems (m around 256, float products) take S = 2 (or 4)
+// sub-warps with long chunks and 16-byte x loads: the rectangle waste of a
+// tile is about its width over the problem's length, so a tile of 80
+// outputs wastes half of what one of 160 does; the planner gives a warp's
 // sub-warps the same tile of S problems, so that they run equal steps.
-// Long problems in small batches, whose tiles would fill less than a wave,
-// split each tile's j range over the 4 warps of a block (RunSplitTasks),
-// the parts added in part order. Which configuration runs is a function of
-// the problem's sizes (AutoLinearConfig), measured in
-// bench/results/enumerate-kernel.md.
+// Long problems (m from 513 to 4096), whose tiles would fill less than a
+// wave in the issue's batches, split each tile's j range over the 4 warps
+// of a block (RunSplitTasks), the parts added in part order. Which
+// configuration runs is a function of the step's sizes and product type
+// (AutoLinearConfig), measured in bench/results/enumerate-kernel.md.
 //
 // Accuracy. Double problems: DFMA into a block sum of at most 28 steps,
 // blocks added into the lane's accumulator, the butterfly in double: a

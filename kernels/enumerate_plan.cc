@@ -34,20 +34,23 @@ namespace sampler::kernels::cuda {
 
 namespace enumerate_internal {
 
-// Thresholds measured in bench/results/enumerate-kernel.md, except the two
-// of session 9 (issue 11), predicted from counts and not yet measured: from
-// 65 to 512 g1r7x4 (four problems a warp, tiles of 56 outputs: 1.32x the
-// useful products executed at m = 256 against g1r5's 1.61x, and 7 FMAs for
-// every 1.25 shared loads instead of 5), from 513 to 2048 g1r7s4 (g1r7's
-// tiles split over a block's 4 warps: m = 1024, B = 256 fills 3.2 waves of
-// warps, not 0.81).
-int AutoLinearConfig(int64_t lx, int64_t ly) {
+// Thresholds measured in bench/results/enumerate-kernel.md; from 65 on,
+// session 9's mid-session run on an H100 (Mpairs/s, float products / double
+// products): 65 to 512 g1r5x2 (long) for float (m = 256: 89.6 against g1r5's
+// 84.3 at B = 4096, 117.2 against 104.9 at 16,384), g1r5 for double (61.8
+// and 74.3, the best or within 1.5%); 513 to 2048 g1r7s4, split tiles (m =
+// 1024, B = 256: 7.35 against g1r7's 6.39, and double 5.18 against 4.24; at
+// B = 2048 float loses 10%, 10.2 against 11.2, the price of the issue's B =
+// 256); 2049 to 4096 split tiles too (m = 4096, B = 128: float g1r7s4 0.83,
+// double g1r9s4 0.52, against g2r15's 0.66 and 0.44); longer g2r15.
+int AutoLinearConfig(int64_t lx, int64_t ly, bool f32) {
   (void)ly;
-  if (lx <= 40) return 1;     // g1r5x2q1: two problems per warp
-  if (lx <= 64) return 2;     // g1r3q2
-  if (lx <= 512) return 14;   // g1r7x4 (long)
-  if (lx <= 2048) return 16;  // g1r7s4 (split)
-  return 9;                   // g2r15
+  if (lx <= 40) return 1;                // g1r5x2q1: two problems per warp
+  if (lx <= 64) return 2;                // g1r3q2
+  if (lx <= 512) return f32 ? 13 : 4;    // g1r5x2 (long) / g1r5
+  if (lx <= 2048) return 16;             // g1r7s4 (split)
+  if (lx <= 4096) return f32 ? 16 : 18;  // g1r7s4 / g1r9s4 (split)
+  return 9;                              // g2r15
 }
 
 // Every size the pair kernel fits. By count of instructions it issues less
@@ -443,11 +446,6 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
               level, extended ? LaunchKind::kExtended : LaunchKind::kLog,
               AutoLogConfig(lx), false);
         } else {
-          const int config = options_.method == EnumerateMethod::kDirect &&
-                                     options_.direct_config >= 0 &&
-                                     options_.direct_config < kNumDirectConfigs
-                                 ? options_.direct_config
-                                 : AutoLinearConfig(lx, ly);
           // Float products only where both operands are float terms and
           // the pair is the problem's whole sum (two terms): a product's
           // float rounding (2^-24) in a leaf of a longer tree compounds
@@ -456,6 +454,11 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
           // partial sum.
           const bool f32 =
               std::is_same_v<T, float> && a.buffer < 0 && b.buffer < 0 && root;
+          const int config = options_.method == EnumerateMethod::kDirect &&
+                                     options_.direct_config >= 0 &&
+                                     options_.direct_config < kNumDirectConfigs
+                                 ? options_.direct_config
+                                 : AutoLinearConfig(lx, ly, f32);
           group = GroupIndex(level, LaunchKind::kLinear, config, f32);
         }
         visit(group, sp);

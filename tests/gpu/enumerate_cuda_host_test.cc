@@ -85,19 +85,29 @@ using enumerate_internal::LaunchKind;
 using enumerate_internal::Log2;
 using enumerate_internal::TileOutputs;
 
-// The automatic choice depends on the shorter operand only, at the
-// thresholds of bench/results/enumerate-kernel.md, and names a compiled
-// configuration.
+// The automatic choice depends on the shorter operand and the product type
+// only, at the thresholds of bench/results/enumerate-kernel.md, and names a
+// compiled configuration.
 TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
+  // Float products' choice.
   const std::vector<std::pair<int64_t, int>> linear = {
-      {1, 1},    {40, 1},   {41, 2},    {64, 2},   {65, 14},
-      {512, 14}, {513, 16}, {2048, 16}, {2049, 9}, {1 << 20, 9}};
+      {1, 1},    {40, 1},    {41, 2},    {64, 2},    {65, 13},  {512, 13},
+      {513, 16}, {2048, 16}, {2049, 16}, {4096, 16}, {4097, 9}, {1 << 20, 9}};
   for (const auto& [lx, config] : linear) {
+    // Double products: g1r5 for 65..512, g1r9s4 for 2049..4096.
+    const int f64 = lx > 64 && lx <= 512      ? 4
+                    : lx > 2048 && lx <= 4096 ? 18
+                                              : config;
     for (int64_t ly : {lx, 2 * lx + 7, int64_t{1} << 22}) {
-      EXPECT_EQ(AutoLinearConfig(lx, ly), config) << lx << " x " << ly;
+      EXPECT_EQ(AutoLinearConfig(lx, ly, true), config) << lx << " x " << ly;
+      EXPECT_EQ(AutoLinearConfig(lx, ly, false), f64) << lx << " x " << ly;
     }
     EXPECT_LT(config, kNumDirectConfigs);
+    EXPECT_LT(f64, kNumDirectConfigs);
   }
+  EXPECT_STREQ(EnumerateDirectConfigs()[13].name, "g1r5x2 (long)");
+  EXPECT_STREQ(EnumerateDirectConfigs()[16].name, "g1r7s4 (split)");
+  EXPECT_STREQ(EnumerateDirectConfigs()[18].name, "g1r9s4 (split)");
   EXPECT_EQ(AutoLogConfig(1), 0);
   EXPECT_EQ(AutoLogConfig(64), 0);
   EXPECT_EQ(AutoLogConfig(65), 1);
@@ -153,7 +163,7 @@ TYPED_TEST(EnumerateCudaHostTest, LaunchList) {
           .ok());
   ASSERT_TRUE(alone.Finish().ok());
   const std::string name =
-      EnumerateDirectConfigs()[AutoLinearConfig(10, 100)].name;
+      EnumerateDirectConfigs()[AutoLinearConfig(10, 100, true)].name;
   const std::string f = std::is_same_v<T, float> ? " f32" : " f64";
   EXPECT_EQ(alone.DescribeLaunches(),
             "level 1 linear " + name + f + " problems 1 tasks 2; ");
@@ -589,7 +599,7 @@ TYPED_TEST(EnumerateCudaHostTest, PairKernelRoute) {
   EXPECT_TRUE(zero_status);
   EnumerateOptions forced;
   forced.method = EnumerateMethod::kDirect;
-  forced.direct_config = AutoLinearConfig(32, 32);
+  forced.direct_config = AutoLinearConfig(32, 32, true);
   const std::string f = std::is_same_v<T, float> ? " f32" : " f64";
   EXPECT_EQ(
       described(forced, {widest}, ProbSpace::kLinear, &zero_status),

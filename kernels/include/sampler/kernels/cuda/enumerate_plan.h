@@ -80,11 +80,12 @@ inline constexpr int kLogGroups[] = {1, 4};
 inline constexpr int kExtendedOutputs = 5;
 
 // The automatic direct configuration for a linear step with shorter
-// operand lx and longer ly (both at least 1), a function of the sizes only
-// (so a problem's bits never depend on its batch). Indices into
+// operand lx and longer ly (both at least 1) and float (f32) or double
+// products, a function of the step's own sizes and type only (so a
+// problem's bits never depend on its batch). Indices into
 // kDirectConfigDefs; the thresholds come from bench/results/
 // enumerate-kernel.md.
-int AutoLinearConfig(int64_t lx, int64_t ly);
+int AutoLinearConfig(int64_t lx, int64_t ly, bool f32);
 
 // The pair kernel (LaunchKind::kPair, enumerate_pair.cu) takes two-term
 // linear problems whose terms have at most kPairMaxLength values each (a
