@@ -832,6 +832,25 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
   }
 }
 
+// Split tiles with float products and D.min_blocks set: RunSplitTasks
+// under a register cap for min_blocks blocks an SM. (LinearKernel runs the
+// others: an explicit cap of 1 would let them take more registers.)
+template <typename T, int CONFIG, bool kF32>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize,
+                                  kDirectConfigDefs[CONFIG].min_blocks)
+    CappedSplitKernel(const DeviceArgs<T> args) {
+  constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
+  static_assert(kF32 && D.min_blocks > 0 && D.split == kWarpsPerBlock &&
+                    D.sw == 1 && D.q == 1,
+                "float split tiles with a register cap");
+  using S = ShapeOf<CONFIG, kF32>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  RunSplitTasks<S, T, D.g, D.r, kF32>(
+      args, static_cast<int>(threadIdx.x / kWarpSize),
+      static_cast<int>(threadIdx.x & (kWarpSize - 1)),
+      reinterpret_cast<typename S::C*>(smem_raw));
+}
+
 // ----------------------------------------------------- log kernel ----
 
 // x and y converted to log-probabilities in double: log of linear values
@@ -1568,7 +1587,13 @@ KernelEntry LinearEntry() {
   } else {
     constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
     using S = ShapeOf<CONFIG, kF32>;
-    return {reinterpret_cast<const void*>(&LinearKernel<T, CONFIG, kF32>),
+    const void* fn;
+    if constexpr (kF32 && D.min_blocks > 0) {
+      fn = reinterpret_cast<const void*>(&CappedSplitKernel<T, CONFIG, kF32>);
+    } else {
+      fn = reinterpret_cast<const void*>(&LinearKernel<T, CONFIG, kF32>);
+    }
+    return {fn,
             static_cast<int>(kWarpsPerBlock * S::kWarpElems *
                              sizeof(typename S::C)),
             D.split > 1 ? 1 : kWarpsPerBlock * D.sw * D.q};

@@ -30,6 +30,9 @@ struct DirectConfigDef {
   // memory a warp, more blocks an SM.
   int chunk = 0;
   int chunk_f64 = 0;
+  // Split tiles with float products: blocks an SM that the registers must
+  // allow (__launch_bounds__; 0: no cap).
+  int min_blocks = 0;
 };
 
 // The direct configurations (the template instantiations). Index = config.
@@ -69,6 +72,10 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     // step for 1.25 shared loads (the shared-memory pipe as busy as the FMA
     // pipe).
     {1, 5, 4, 1, false, "g1r5x4 (long)", 1, 140, 120},
+    // g1r7s4 with registers capped for 7 blocks an SM in float (80 -> 71
+    // and an 8-byte spill: 28 warps an SM instead of 24; at m = 1024 g1r7s4
+    // ran at 33% occupancy, issue slots 59.5% busy). Not yet measured.
+    {1, 7, 1, 1, false, "g1r7s4c7 (split, capped)", 4, 280, 280, 7},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
