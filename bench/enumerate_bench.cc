@@ -323,6 +323,10 @@ bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch) {
   const bool peers_batch =
       (m == 32) || (m == 256 && batch == 4096) || (m == 1024 && batch == 256);
   if (g == 32) return m <= 1024 && peers_batch;
+  // Session 9's: split tiles for m = 1024's few tiles, sub-warps with long
+  // chunks for m = 256's tile waste.
+  if (c.split_warps > 1) return m >= 512 && m <= 4096;
+  if (c.subwarps > 1 && c.x_chunk > 0) return m >= 64 && m <= 512;
   // Below the peers' m = 32: the sub-warps, the direct kernel's choice there.
   if (m < 32) return g == 1 && r == 5 && c.subwarps == 2 && c.tasks == 1;
   if (m <= 32) return g == 1 && r <= 5;

@@ -262,23 +262,36 @@ fi
 # and double, the pair kernel (m <= 32, a warp per problem) beside the
 # direct kernel's configurations and the small-problems path (the server's
 # route for these problems) at m = 32 and 16; about 40 s (21 s in session 7
-# before the pair kernel, the small path and m = 16).
+# before the pair kernel, the small path and m = 16; session 9 adds 24
+# variants at m = 256 to 4096).
 if want enumerate; then
   timeout 150 ./enumerate_bench --json="$work/enumerate_bench.json" \
     > "$work/enumerate_bench.log" 2>&1
   summary "enumerate bench: rc=$? $(grep -E '^(device|(float|double) +m=(32|16) )' \
     "$work/enumerate_bench.log" | sed -E 's/ +/ /g; s/ *\[.*//' | tr '\n' ';')"
-  # Where the pair kernel's time goes (float, m = 32): Nsight Compute on
-  # one launch of each variant, where ncu is installed.
+  # Issue 11 at m = 256 and 1024 (session 9): the automatic choice, the
+  # configurations it took before (g1r5, g1r7), the long-chunk sub-warps and
+  # the split tiles.
+  summary "enumerate m=256/1024: $(grep -E '^(float|double) +m=(256|1024) ' \
+    "$work/enumerate_bench.log" | grep -E 'auto|long|split|g1r5 |g1r7 ' \
+    | sed -E 's/ +/ /g; s/ *\[.*//' | tr '\n' ';')"
+  # Where the time goes, Nsight Compute on one launch of each, where ncu is
+  # installed: the pair kernel's variants (float, m = 32), and session 9's
+  # direct configurations at the issue's sizes (ONLY|LABEL|KERNEL).
   if command -v ncu > /dev/null; then
-    for v in "pair (:pair" "pair x2:pair_x2"; do
+    for v in "float:32:262144:pair (|pair|Pair" \
+      "float:32:262144:pair x2|pair_x2|Pair" \
+      "float:256:4096:g1r7x4|r7x4|LinearKernel" \
+      "float:1024:256:g1r7s4|r7s4|LinearKernel"; do
+      IFS='|' read -r only label kernel <<< "$v"
       timeout 120 ncu --section SpeedOfLight --section Occupancy \
         --section SchedulerStats --section WarpStateStats \
         --section MemoryWorkloadAnalysis --section LaunchStats \
-        -k regex:Pair -c 1 ./enumerate_bench --quick \
-        "--only=float:32:262144:${v%%:*}" > "$work/enumerate_${v##*:}_ncu.log" 2>&1
-      summary "enumerate ${v##*:} ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|L1/TEX Cache Throughput|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread' \
-        "$work/enumerate_${v##*:}_ncu.log" | sed -E 's/ +/ /g' | head -8 | tr '\n' ';')"
+        --section ComputeWorkloadAnalysis \
+        -k "regex:$kernel" -c 1 ./enumerate_bench --quick \
+        "--only=$only" > "$work/enumerate_${label}_ncu.log" 2>&1
+      summary "enumerate $label ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread|Waves Per SM' \
+        "$work/enumerate_${label}_ncu.log" | sed -E 's/ +/ /g' | head -10 | tr '\n' ';')"
     done
   fi
 fi

@@ -36,7 +36,15 @@
 // independent sub-warps of 16 lanes (G = 1, a problem each: a tile of 80
 // outputs instead of 160 wastes less on a 63-output result), and load the
 // first chunks of Q tasks together, every load in flight before any is used.
-// Which configuration runs is a function of the problem's sizes
+// Mid-sized problems (m around 256, float products) take S = 2 (or 4)
+// sub-warps with long chunks and 16-byte x loads: the rectangle waste of a
+// tile is about its width over the problem's length, so a tile of 80
+// outputs wastes half of what one of 160 does; the planner gives a warp's
+// sub-warps the same tile of S problems, so that they run equal steps.
+// Long problems (m from 513 to 4096), whose tiles would fill less than a
+// wave in the issue's batches, split each tile's j range over the 4 warps
+// of a block (RunSplitTasks), the parts added in part order. Which
+// configuration runs is a function of the step's sizes and product type
 // (AutoLinearConfig), measured in bench/results/enumerate-kernel.md.
 //
 // Accuracy. Double problems: DFMA into a block sum of at most 28 steps,
@@ -132,8 +140,9 @@ constexpr int Mod(int e, int r) { return ((e % r) + r) % r; }
 // group, R outputs per group, SW independent sub-warps per warp (each its own
 // task; G = 1 only, no shuffles), Q tasks per sub-warp whose first chunks are
 // loaded together (all loads in flight: small problems are latency-bound),
-// XT the target length of a chunk of x.
-template <int G, int R, bool kF32, int SW, int Q, int XT>
+// XT the target length of a chunk of x; kScalarX: x read one value a step
+// (the short chunks of small sub-warp problems), else 16 bytes at a time.
+template <int G, int R, bool kF32, int SW, int Q, int XT, bool kScalarX>
 struct Shape {
   static_assert(kWarpSize % (G * SW) == 0, "G and SW divide the warp");
   static_assert(SW == 1 || G == 1, "sub-warps own whole outputs");
@@ -143,9 +152,9 @@ struct Shape {
   static constexpr int LT = kWarpSize / SW;  // lanes per task
   static constexpr int NG = LT / G;          // groups per task
   static constexpr int TW = NG * R;          // outputs per tile
-  // x values per load: 16 bytes, or one for sub-warps (short chunks, where
+  // x values per load: 16 bytes, or one for sub-warps' short chunks (where
   // a multiple of 4 steps would waste more than it saves).
-  static constexpr int V = SW > 1 ? 1 : 16 / static_cast<int>(sizeof(C));
+  static constexpr int V = kScalarX ? 1 : 16 / static_cast<int>(sizeof(C));
   static constexpr int U = Lcm(R, V);  // unrolled steps
   static constexpr int S_MAX = (XT / G) / U * U > 0 ? (XT / G) / U* U : U;
   // Member rows of x: 16 bytes more than a multiple of 128, so that the
@@ -155,10 +164,13 @@ struct Shape {
              : RoundUp(S_MAX, 128 / static_cast<int>(sizeof(C))) + V;
   static constexpr int XS = G * XROW;
   static constexpr int YS = RoundUp(TW + G * S_MAX - 1, V);
-  // A slot holds one task's chunk. Slots are 64 bytes more than a multiple
-  // of 128, so that two sub-warps' loads fall in different banks.
+  // A slot holds one task's chunk. Slots are 128 / SW bytes more than a
+  // multiple of 128, so that the sub-warps' loads fall in different banks
+  // (their lanes' y words g R + 32 s / SW, g < 32 / SW, R odd: distinct mod
+  // 32).
   static constexpr int kSlotBytes =
-      RoundUp((XS + YS) * static_cast<int>(sizeof(C)), 128) + (SW > 1 ? 64 : 0);
+      RoundUp((XS + YS) * static_cast<int>(sizeof(C)), 128) +
+      (SW > 1 ? 128 / SW : 0);
   static constexpr int kSlot = kSlotBytes / static_cast<int>(sizeof(C));
   static constexpr int kWarpElems = kSlot * SW * Q;
   static constexpr int NEW = G < R ? G : R;  // y values loaded per step
@@ -183,10 +195,18 @@ struct Shape {
 
 template <int C, bool kF32>
 constexpr int ChunkTarget() {
-  return kDirectConfigDefs[C].small_chunks
-             ? (kDirectConfigDefs[C].r <= 3 ? 64 : 40)
-             : (kF32 ? 1024 : 512);
+  constexpr DirectConfigDef D = kDirectConfigDefs[C];
+  if constexpr (D.chunk > 0) return kF32 ? D.chunk : D.chunk_f64;
+  return D.small_chunks ? (D.r <= 3 ? 64 : 40) : (kF32 ? 1024 : 512);
 }
+
+// The shape of direct configuration C.
+template <int C, bool kF32>
+using ShapeOf =
+    Shape<kDirectConfigDefs[C].g, kDirectConfigDefs[C].r, kF32,
+          kDirectConfigDefs[C].sw, kDirectConfigDefs[C].q,
+          ChunkTarget<C, kF32>(),
+          (kDirectConfigDefs[C].sw > 1 && kDirectConfigDefs[C].small_chunks)>;
 
 // A log-space configuration (kLogGroups): G members per output, NG outputs
 // per tile.
@@ -619,18 +639,19 @@ __device__ __forceinline__ void ComputeChunk(Accumulators<R, kF32>& acc,
   }
 }
 
-// One task after its first chunk is (optionally) staged: the rest of its
-// chunks, the members' butterfly, the write.
+// The sums of a tile over j in [g.jlo, g.jhi] (the tile's whole range, or
+// a part of it that ends on whole unrolled blocks), its first chunk
+// (optionally) staged already: every chunk staged and computed, then the
+// members' butterfly, after which every member holds its group's totals.
 template <class S, typename T, int G, int R, bool kF32>
-__device__ __forceinline__ void RunTask(const DeviceArgs<T>& args,
-                                        const StepProblem& sp, int64_t tile,
-                                        bool first_staged, unsigned mask,
-                                        int sl, typename S::C* slot) {
-  constexpr int NG = S::NG, TW = S::TW, LT = S::LT;
+__device__ __forceinline__ void SumTile(const DeviceArgs<T>& args,
+                                        const Geometry& g, bool first_staged,
+                                        unsigned mask, int sl,
+                                        typename S::C* slot,
+                                        Accumulators<R, kF32>& acc) {
+  constexpr int NG = S::NG, LT = S::LT;
   const int member = sl / NG;
   const int group = sl % NG;
-  const Geometry g = MakeGeometry<TW>(sp, tile);
-  Accumulators<R, kF32> acc;
   acc.Clear();
   bool staged = first_staged;
   for (int64_t jc = g.jlo; jc <= g.jhi;) {
@@ -651,8 +672,16 @@ __device__ __forceinline__ void RunTask(const DeviceArgs<T>& args,
     acc.total[i] = WarpButterfly<ButterflyOrder::kLowToHigh, LT, NG>(
         acc.total[i], WarpPlus<double>());
   }
-  // Every member now holds its group's totals. Stage the tile in the slot
-  // (member m stores the outputs i = m mod G) and write it out coalesced.
+}
+
+// Stages a tile's totals (SumTile's) in the slot as TW doubles, output k0 +
+// i at i (member m stores the outputs i = m mod G), and returns them.
+template <class S, int G, int R, bool kF32>
+__device__ __forceinline__ double* StageTotals(const Accumulators<R, kF32>& acc,
+                                               unsigned mask, int sl,
+                                               typename S::C* slot) {
+  const int member = sl / S::NG;
+  const int group = sl % S::NG;
   double* const staged_out = reinterpret_cast<double*>(slot);
   __syncwarp(mask);
 #pragma unroll
@@ -660,8 +689,68 @@ __device__ __forceinline__ void RunTask(const DeviceArgs<T>& args,
     if (i % G == member) staged_out[group * R + i] = acc.total[i];
   }
   __syncwarp(mask);
-  WriteTile(args, sp, g.k0, g.K, TW, sl, LT, staged_out,
+  return staged_out;
+}
+
+// One task after its first chunk is (optionally) staged: its sums, then
+// the write, coalesced.
+template <class S, typename T, int G, int R, bool kF32>
+__device__ __forceinline__ void RunTask(const DeviceArgs<T>& args,
+                                        const StepProblem& sp, int64_t tile,
+                                        bool first_staged, unsigned mask,
+                                        int sl, typename S::C* slot) {
+  const Geometry g = MakeGeometry<S::TW>(sp, tile);
+  Accumulators<R, kF32> acc;
+  SumTile<S, T, G, R, kF32>(args, g, first_staged, mask, sl, slot, acc);
+  WriteTile(args, sp, g.k0, g.K, S::TW, sl, S::LT,
+            StageTotals<S, G, R>(acc, mask, sl, slot),
             /*log_values=*/false);
+}
+
+// Split tiles (P = kWarpsPerBlock warps a tile, one task a block): warp w
+// sums part w of the tile's j range, P parts of whole unrolled blocks
+// (so that no chunk runs past its part's end into the next part's x; the
+// last part ends where the tile's range does, padded as a whole tile's), and
+// output i of the tile is ((part 0 + part 1) + part 2) + part 3 in double:
+// a fixed order, a function of the tile only. Same bound as a whole tile (a
+// part is a whole tile's sum over fewer steps, and the parts' additions are
+// double roundings).
+template <class S, typename T, int G, int R, bool kF32>
+__device__ __forceinline__ void RunSplitTasks(const DeviceArgs<T>& args,
+                                              int warp, int lane,
+                                              typename S::C* block_smem) {
+  constexpr int TW = S::TW, U = S::U;
+  constexpr int kThreads = kWarpsPerBlock * kWarpSize;
+  typename S::C* const slot = block_smem + warp * S::kWarpElems;
+  for (int64_t task = blockIdx.x; task < args.num_tasks; task += gridDim.x) {
+    StepProblem sp;
+    int64_t tile;
+    TaskOf(args.steps, args.tasks, task, &sp, &tile);
+    const Geometry g = MakeGeometry<TW>(sp, tile);
+    const int64_t steps = (g.jhi - g.jlo + G) / G;
+    const int64_t per =
+        ((steps + kWarpsPerBlock - 1) / kWarpsPerBlock + U - 1) / U * U;
+    Geometry part = g;
+    part.jlo = g.jlo + warp * per * G;
+    part.jhi = std::min(g.jhi, part.jlo + per * G - 1);
+    Accumulators<R, kF32> acc;
+    __syncthreads();  // the previous task's totals are read no more
+    SumTile<S, T, G, R, kF32>(args, part, false, kFullMask, lane, slot, acc);
+    StageTotals<S, G, R>(acc, kFullMask, lane, slot);
+    __syncthreads();
+    double* const sum = reinterpret_cast<double*>(block_smem);  // part 0's
+    for (int i = static_cast<int>(threadIdx.x); i < TW; i += kThreads) {
+      double v = sum[i];
+#pragma unroll
+      for (int w = 1; w < kWarpsPerBlock; ++w) {
+        v += reinterpret_cast<const double*>(block_smem + w * S::kWarpElems)[i];
+      }
+      sum[i] = v;
+    }
+    __syncthreads();
+    WriteTile(args, sp, g.k0, g.K, TW, static_cast<int>(threadIdx.x), kThreads,
+              sum, /*log_values=*/false);
+  }
 }
 
 template <typename T, int CONFIG, bool kF32>
@@ -669,7 +758,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
     LinearKernel(const DeviceArgs<T> args) {
   constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
   constexpr int G = D.g, R = D.r, SW = D.sw, Q = D.q;
-  using S = Shape<G, R, kF32, SW, Q, ChunkTarget<CONFIG, kF32>()>;
+  using S = ShapeOf<CONFIG, kF32>;
   using C = typename S::C;
   constexpr int LT = S::LT, TW = S::TW;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -678,6 +767,13 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
   const int sub = lane / LT;
   const int sl = lane % LT;
   const unsigned mask = SW == 1 ? kFullMask : (((1u << LT) - 1u) << (sub * LT));
+  if constexpr (D.split > 1) {
+    static_assert(D.split == kWarpsPerBlock && SW == 1 && Q == 1,
+                  "a split tile takes the block's warps, one task a block");
+    RunSplitTasks<S, T, G, R, kF32>(args, warp, lane,
+                                    reinterpret_cast<C*>(smem_raw));
+    return;
+  }
   C* const warp_smem = reinterpret_cast<C*>(smem_raw) + warp * S::kWarpElems;
   constexpr int64_t kPerWarp = SW * Q;
   const int64_t stride =
@@ -734,6 +830,25 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
       __syncwarp();
     }
   }
+}
+
+// Split tiles with float products and D.min_blocks set: RunSplitTasks
+// under a register cap for min_blocks blocks an SM. (LinearKernel runs the
+// others: an explicit cap of 1 would let them take more registers.)
+template <typename T, int CONFIG, bool kF32>
+__global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize,
+                                  kDirectConfigDefs[CONFIG].min_blocks)
+    CappedSplitKernel(const DeviceArgs<T> args) {
+  constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
+  static_assert(kF32 && D.min_blocks > 0 && D.split == kWarpsPerBlock &&
+                    D.sw == 1 && D.q == 1,
+                "float split tiles with a register cap");
+  using S = ShapeOf<CONFIG, kF32>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  RunSplitTasks<S, T, D.g, D.r, kF32>(
+      args, static_cast<int>(threadIdx.x / kWarpSize),
+      static_cast<int>(threadIdx.x & (kWarpSize - 1)),
+      reinterpret_cast<typename S::C*>(smem_raw));
 }
 
 // ----------------------------------------------------- log kernel ----
@@ -1460,20 +1575,28 @@ using KernelFn = void (*)(DeviceArgs<T>);
 struct KernelEntry {
   const void* fn;
   int smem_bytes;
-  int tasks_per_warp;
+  // Tasks a block takes at a time: a warp's (kWarpsPerBlock times the tasks
+  // a warp takes), or one for split tiles.
+  int tasks_per_block;
 };
 
 template <typename T, int CONFIG, bool kF32>
 KernelEntry LinearEntry() {
   if constexpr (kF32 && !std::is_same_v<T, float>) {
-    return {nullptr, 0, 1};
+    return {nullptr, 0, kWarpsPerBlock};
   } else {
     constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
-    using S = Shape<D.g, D.r, kF32, D.sw, D.q, ChunkTarget<CONFIG, kF32>()>;
-    return {reinterpret_cast<const void*>(&LinearKernel<T, CONFIG, kF32>),
+    using S = ShapeOf<CONFIG, kF32>;
+    const void* fn;
+    if constexpr (kF32 && D.min_blocks > 0) {
+      fn = reinterpret_cast<const void*>(&CappedSplitKernel<T, CONFIG, kF32>);
+    } else {
+      fn = reinterpret_cast<const void*>(&LinearKernel<T, CONFIG, kF32>);
+    }
+    return {fn,
             static_cast<int>(kWarpsPerBlock * S::kWarpElems *
                              sizeof(typename S::C)),
-            D.sw * D.q};
+            D.split > 1 ? 1 : kWarpsPerBlock * D.sw * D.q};
   }
 }
 
@@ -1494,7 +1617,7 @@ KernelEntry LinearKernelFor(int config, bool f32) {
 // shared memory a warp.
 KernelEntry DoublesEntry(const void* fn, int warp_elems) {
   return {fn, static_cast<int>(kWarpsPerBlock * warp_elems * sizeof(double)),
-          1};
+          kWarpsPerBlock};
 }
 
 template <typename T>
@@ -1521,7 +1644,7 @@ KernelEntry ExtendedKernelFor(int config) {
   return table[config];
 }
 
-// Launches `entry` over `tasks` warps' worth of work.
+// Launches `entry` over the launch's tasks, tasks_per_block a block.
 template <typename T>
 absl::Status LaunchEntry(const KernelEntry& entry, const DeviceArgs<T>& args,
                          cudaStream_t stream) {
@@ -1531,8 +1654,7 @@ absl::Status LaunchEntry(const KernelEntry& entry, const DeviceArgs<T>& args,
   if (args.num_tasks == 0) return absl::OkStatus();
   SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(
       entry.fn, static_cast<size_t>(entry.smem_bytes)));
-  const int64_t per_block =
-      static_cast<int64_t>(kWarpsPerBlock) * entry.tasks_per_warp;
+  const int64_t per_block = entry.tasks_per_block;
   const int64_t blocks64 = (args.num_tasks + per_block - 1) / per_block;
   const unsigned blocks =
       static_cast<unsigned>(std::min<int64_t>(blocks64, kMaxBlocks));
@@ -1581,9 +1703,10 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
                        batch.status};
     switch (l.kind) {
       case LaunchKind::kCopy:
-        if (absl::Status s = LaunchEntry<T>(
-                {reinterpret_cast<const void*>(&CopyKernel<T>), 0, 1}, args,
-                stream);
+        if (absl::Status s =
+                LaunchEntry<T>({reinterpret_cast<const void*>(&CopyKernel<T>),
+                                0, kWarpsPerBlock},
+                               args, stream);
             !s.ok()) {
           return s;
         }

@@ -34,14 +34,23 @@ namespace sampler::kernels::cuda {
 
 namespace enumerate_internal {
 
-// Thresholds measured in bench/results/enumerate-kernel.md.
-int AutoLinearConfig(int64_t lx, int64_t ly) {
+// Thresholds measured in bench/results/enumerate-kernel.md; from 65 on,
+// session 9's mid-session run on an H100 (Mpairs/s, float products / double
+// products): 65 to 512 g1r5x2 (long) for float (m = 256: 89.6 against g1r5's
+// 84.3 at B = 4096, 117.2 against 104.9 at 16,384), g1r5 for double (61.8
+// and 74.3, the best or within 1.5%); 513 to 2048 g1r7s4, split tiles (m =
+// 1024, B = 256: 7.35 against g1r7's 6.39, and double 5.18 against 4.24; at
+// B = 2048 float loses 10%, 10.2 against 11.2, the price of the issue's B =
+// 256); 2049 to 4096 split tiles too (m = 4096, B = 128: float g1r7s4 0.83,
+// double g1r9s4 0.52, against g2r15's 0.66 and 0.44); longer g2r15.
+int AutoLinearConfig(int64_t lx, int64_t ly, bool f32) {
   (void)ly;
-  if (lx <= 40) return 1;    // g1r5x2q1: two problems per warp
-  if (lx <= 64) return 2;    // g1r3q2
-  if (lx <= 512) return 4;   // g1r5
-  if (lx <= 2048) return 5;  // g1r7
-  return 9;                  // g2r15
+  if (lx <= 40) return 1;                // g1r5x2q1: two problems per warp
+  if (lx <= 64) return 2;                // g1r3q2
+  if (lx <= 512) return f32 ? 13 : 4;    // g1r5x2 (long) / g1r5
+  if (lx <= 2048) return 16;             // g1r7s4 (split)
+  if (lx <= 4096) return f32 ? 16 : 18;  // g1r7s4 / g1r9s4 (split)
+  return 9;                              // g2r15
 }
 
 // Every size the pair kernel fits. By count of instructions it issues less
@@ -96,7 +105,7 @@ using enumerate_internal::TileOutputs;
 namespace {
 
 constexpr EnumerateDirectConfig PublicConfig(const DirectConfigDef& d) {
-  return {d.g, d.r, d.sw, d.q, d.name};
+  return {d.g, d.r, d.sw, d.q, d.name, d.split, d.chunk};
 }
 template <int... I>
 constexpr std::array<EnumerateDirectConfig, sizeof...(I)> PublicConfigs(
@@ -437,11 +446,6 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
               level, extended ? LaunchKind::kExtended : LaunchKind::kLog,
               AutoLogConfig(lx), false);
         } else {
-          const int config = options_.method == EnumerateMethod::kDirect &&
-                                     options_.direct_config >= 0 &&
-                                     options_.direct_config < kNumDirectConfigs
-                                 ? options_.direct_config
-                                 : AutoLinearConfig(lx, ly);
           // Float products only where both operands are float terms and
           // the pair is the problem's whole sum (two terms): a product's
           // float rounding (2^-24) in a leaf of a longer tree compounds
@@ -450,6 +454,11 @@ int64_t EnumerateBatchBuilder<T>::WalkDirect(size_t p_begin, size_t p_end,
           // partial sum.
           const bool f32 =
               std::is_same_v<T, float> && a.buffer < 0 && b.buffer < 0 && root;
+          const int config = options_.method == EnumerateMethod::kDirect &&
+                                     options_.direct_config >= 0 &&
+                                     options_.direct_config < kNumDirectConfigs
+                                 ? options_.direct_config
+                                 : AutoLinearConfig(lx, ly, f32);
           group = GroupIndex(level, LaunchKind::kLinear, config, f32);
         }
         visit(group, sp);
@@ -547,13 +556,33 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
       } else {
         l.task_begin = static_cast<int64_t>(tasks_.size());
         tasks_.reserve(tasks_.size() + static_cast<size_t>(tiles_total));
-        for (size_t i = 0; i < sps.size(); ++i) {
+        // Tiles in problem order, each problem's in tile order; for the
+        // long-chunk sub-warps, tile-major over runs of SW problems, so
+        // that a warp's SW sub-warps take the same tile of SW problems
+        // (equal steps in a uniform batch, where consecutive tiles of one
+        // problem would leave sub-warps idle while the longest runs). The
+        // order moves tiles between warps only: a tile's sum is the same
+        // bits in any sub-warp.
+        const int run = l.kind == LaunchKind::kLinear &&
+                                kDirectConfigDefs[l.config].chunk > 0
+                            ? kDirectConfigDefs[l.config].sw
+                            : 1;
+        auto tiles_of = [&](size_t i) {
           const int64_t K =
               static_cast<int64_t>(sps[i].a_len) + sps[i].b_len - 1;
-          const int64_t tiles = (K + tw - 1) / tw;
-          for (int64_t t = 0; t < tiles; ++t) {
-            tasks_.push_back(
-                {static_cast<int32_t>(i), static_cast<int32_t>(t)});
+          return (K + tw - 1) / tw;
+        };
+        for (size_t i0 = 0; i0 < sps.size(); i0 += run) {
+          const size_t i1 = std::min(sps.size(), i0 + run);
+          int64_t most = 0;
+          for (size_t i = i0; i < i1; ++i) most = std::max(most, tiles_of(i));
+          for (int64_t t = 0; t < most; ++t) {
+            for (size_t i = i0; i < i1; ++i) {
+              if (t < tiles_of(i)) {
+                tasks_.push_back(
+                    {static_cast<int32_t>(i), static_cast<int32_t>(t)});
+              }
+            }
           }
         }
         l.task_count = static_cast<int64_t>(tasks_.size()) - l.task_begin;

@@ -85,19 +85,29 @@ using enumerate_internal::LaunchKind;
 using enumerate_internal::Log2;
 using enumerate_internal::TileOutputs;
 
-// The automatic choice depends on the shorter operand only, at the
-// thresholds of bench/results/enumerate-kernel.md, and names a compiled
-// configuration.
+// The automatic choice depends on the shorter operand and the product type
+// only, at the thresholds of bench/results/enumerate-kernel.md, and names a
+// compiled configuration.
 TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
+  // Float products' choice.
   const std::vector<std::pair<int64_t, int>> linear = {
-      {1, 1},   {40, 1},  {41, 2},   {64, 2},   {65, 4},
-      {512, 4}, {513, 5}, {2048, 5}, {2049, 9}, {1 << 20, 9}};
+      {1, 1},    {40, 1},    {41, 2},    {64, 2},    {65, 13},  {512, 13},
+      {513, 16}, {2048, 16}, {2049, 16}, {4096, 16}, {4097, 9}, {1 << 20, 9}};
   for (const auto& [lx, config] : linear) {
+    // Double products: g1r5 for 65..512, g1r9s4 for 2049..4096.
+    const int f64 = lx > 64 && lx <= 512      ? 4
+                    : lx > 2048 && lx <= 4096 ? 18
+                                              : config;
     for (int64_t ly : {lx, 2 * lx + 7, int64_t{1} << 22}) {
-      EXPECT_EQ(AutoLinearConfig(lx, ly), config) << lx << " x " << ly;
+      EXPECT_EQ(AutoLinearConfig(lx, ly, true), config) << lx << " x " << ly;
+      EXPECT_EQ(AutoLinearConfig(lx, ly, false), f64) << lx << " x " << ly;
     }
     EXPECT_LT(config, kNumDirectConfigs);
+    EXPECT_LT(f64, kNumDirectConfigs);
   }
+  EXPECT_STREQ(EnumerateDirectConfigs()[13].name, "g1r5x2 (long)");
+  EXPECT_STREQ(EnumerateDirectConfigs()[16].name, "g1r7s4 (split)");
+  EXPECT_STREQ(EnumerateDirectConfigs()[18].name, "g1r9s4 (split)");
   EXPECT_EQ(AutoLogConfig(1), 0);
   EXPECT_EQ(AutoLogConfig(64), 0);
   EXPECT_EQ(AutoLogConfig(65), 1);
@@ -153,7 +163,7 @@ TYPED_TEST(EnumerateCudaHostTest, LaunchList) {
           .ok());
   ASSERT_TRUE(alone.Finish().ok());
   const std::string name =
-      EnumerateDirectConfigs()[AutoLinearConfig(10, 100)].name;
+      EnumerateDirectConfigs()[AutoLinearConfig(10, 100, true)].name;
   const std::string f = std::is_same_v<T, float> ? " f32" : " f64";
   EXPECT_EQ(alone.DescribeLaunches(),
             "level 1 linear " + name + f + " problems 1 tasks 2; ");
@@ -465,6 +475,57 @@ TYPED_TEST(EnumerateCudaHostTest, PlannedTreeComputesTheSum) {
   }
 }
 
+// A linear launch's task list holds every tile of every step problem once:
+// in problem order for most configurations, and for the long-chunk
+// sub-warps (g1r7x4) tile-major over runs of 4 problems, so that a warp's
+// sub-warps take the same tile of 4 problems (the kernel's sums do not
+// depend on the order; the planner's fingerprint does).
+TEST(EnumeratePlanTest, LongSubwarpTasksRunTileMajor) {
+  const std::vector<float> a = Uniform<float>(256), b = Uniform<float>(100);
+  constexpr int kLongSubwarps = 14;
+  ASSERT_EQ(std::string(EnumerateDirectConfigs()[kLongSubwarps].name),
+            "g1r7x4 (long)");
+  for (const int config : {kLongSubwarps, 4}) {
+    EnumerateOptions o;
+    o.method = EnumerateMethod::kDirect;
+    o.direct_config = config;
+    EnumerateBatchBuilder<float> builder(o);
+    for (int p = 0; p < 5; ++p) {
+      ASSERT_TRUE(builder
+                      .Add({{0, p == 1 ? b : a}, {0, a}}, ProbSpace::kLinear,
+                           ProbSpace::kLinear)
+                      .ok());
+    }
+    ASSERT_TRUE(builder.Finish().ok());
+    std::vector<unsigned char> arena(builder.ArenaBytes());
+    builder.PackInto(arena.data());
+    const EnumerateBatch<float> v =
+        builder.View(arena.data(), nullptr, nullptr, nullptr, 0);
+    ASSERT_EQ(v.launches->size(), 1u);
+    const enumerate_internal::Launch& l = v.launches->front();
+    const auto* tasks = reinterpret_cast<const enumerate_internal::Task*>(
+                            arena.data() + v.tasks_at) +
+                        l.task_begin;
+    const int tw = TileOutputs(LaunchKind::kLinear, config);
+    auto tiles = [&](int p) { return ((p == 1 ? 355 : 511) + tw - 1) / tw; };
+    const int run = config == kLongSubwarps ? 4 : 1;
+    std::vector<std::pair<int, int>> want;
+    for (int p0 = 0; p0 < 5; p0 += run) {
+      const int p1 = std::min(5, p0 + run);
+      for (int t = 0; t < tiles(0); ++t) {
+        for (int p = p0; p < p1; ++p) {
+          if (t < tiles(p)) want.push_back({p, t});
+        }
+      }
+    }
+    std::vector<std::pair<int, int>> got;
+    for (int64_t i = 0; i < l.task_count; ++i) {
+      got.push_back({tasks[i].step_problem, tasks[i].tile});
+    }
+    EXPECT_EQ(got, want) << config;
+  }
+}
+
 // The pair kernel's bounds: both terms of at most kPairMaxLength values; kAuto
 // takes it wherever it fits.
 TEST(EnumeratePlanTest, PairKernelBounds) {
@@ -538,7 +599,7 @@ TYPED_TEST(EnumerateCudaHostTest, PairKernelRoute) {
   EXPECT_TRUE(zero_status);
   EnumerateOptions forced;
   forced.method = EnumerateMethod::kDirect;
-  forced.direct_config = AutoLinearConfig(32, 32);
+  forced.direct_config = AutoLinearConfig(32, 32, true);
   const std::string f = std::is_same_v<T, float> ? " f32" : " f64";
   EXPECT_EQ(
       described(forced, {widest}, ProbSpace::kLinear, &zero_status),

@@ -1017,7 +1017,7 @@ TYPED_TEST(EnumerateGpuTest, ExactZeros) {
       batch.push_back(std::move(none));
     }
   }
-  for (int c : {-1, 0, 2, 5, 9, 12}) {
+  for (int c : {-1, 0, 2, 5, 9, 12, 14, 16}) {
     EnumerateOptions options;
     if (c >= 0) {
       options.method = EnumerateMethod::kDirect;
@@ -1362,6 +1362,67 @@ TYPED_TEST(EnumerateGpuTest, PairKernelMatchesReferenceAndCpu) {
   EXPECT_EQ(with_others->values[0], got->values[5]);
   EXPECT_EQ(with_others->values[1], got->values[2000]);
   EXPECT_EQ(with_others->values[4], got->values[3000]);
+}
+
+// Session 9's configurations (sub-warps with long chunks; split tiles, a
+// block's warps summing parts of a tile's j range), forced and as kAuto
+// picks them, on problems around m = 256 and 1024 (tiles at every position,
+// parts of every length, empty parts at the ends, a three-term problem whose
+// root pairs a double node): within tolerance of the reference and of
+// EnumerateCpu, the same bits on every run, and a problem alone gets the
+// bits it gets in its batch.
+TYPED_TEST(EnumerateGpuTest, SplitAndLongSubwarpConfigsAreExactAndStable) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const std::pair<int, int> kSizes[] = {{256, 256},  {1024, 1024}, {65, 65},
+                                        {100, 300},  {512, 512},   {513, 2048},
+                                        {700, 1100}, {200, 5000},  {2048, 2048},
+                                        {1, 1024},   {3, 7},       {33, 257}};
+  std::vector<Problem<T>> batch;
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [lx, ly] : kSizes) {
+      Problem<T> p;
+      for (int len : {lx, ly}) {
+        p.terms.push_back(
+            RandomTerm<T>(this->rng_, len, true, 1, ProbSpace::kLinear));
+      }
+      batch.push_back(std::move(p));
+    }
+  }
+  Problem<T> three;
+  for (int len : {300, 400, 500}) {
+    three.terms.push_back(
+        RandomTerm<T>(this->rng_, len, true, 1, ProbSpace::kLinear));
+  }
+  batch.push_back(std::move(three));
+  const auto configs = EnumerateDirectConfigs();
+  for (int c = -1; c < static_cast<int>(configs.size()); ++c) {
+    if (c >= 0 && configs[c].split_warps == 1 && configs[c].x_chunk == 0) {
+      continue;
+    }
+    EnumerateOptions options;
+    if (c >= 0) {
+      options.method = EnumerateMethod::kDirect;
+      options.direct_config = c;
+    }
+    const std::string what = c < 0 ? "auto" : configs[c].name;
+    absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, options, nullptr, 2);
+    ASSERT_TRUE(got.ok()) << got.status() << " " << what;
+    const double worst = this->CheckBatch(batch, *got, what);
+    std::cout << what << ": worst error / tolerance " << worst << "\n";
+    absl::StatusOr<GpuResult<T>> again = RunOnGpu(batch, options);
+    ASSERT_TRUE(again.ok()) << again.status();
+    ASSERT_EQ(again->raw.size(), got->raw.size());
+    EXPECT_EQ(std::memcmp(again->raw.data(), got->raw.data(),
+                          got->raw.size() * sizeof(T)),
+              0)
+        << what;
+    for (size_t p : {size_t{0}, size_t{1}, size_t{5}, batch.size() - 1}) {
+      absl::StatusOr<GpuResult<T>> alone = RunOnGpu<T>({batch[p]}, options);
+      ASSERT_TRUE(alone.ok()) << alone.status();
+      EXPECT_EQ(alone->values[0], got->values[p]) << what << " problem " << p;
+    }
+  }
 }
 
 }  // namespace

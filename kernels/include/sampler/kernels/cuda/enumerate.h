@@ -50,6 +50,10 @@
 // optional cuFFT path for long linear problems trades the relative error of the
 // direct path for an absolute one; it is off unless asked for.
 //
+// Some configurations run sub-warps, each its own tile of a smaller problem,
+// or split a tile's j range over the warps of a block, the parts added in a
+// fixed order (a function of the tile only).
+//
 // Accuracy against the long double reference, per element where the
 // reference is not zero (the tests check these): linear space, float:
 // relative <= 1e-6 (the proof in enumerate.cu gives 16 float roundings,
@@ -132,13 +136,17 @@ struct EnumerateOptions {
 // instantiation): G lanes per output group, R outputs per group, S
 // independent sub-warps per warp, so a task's tile is 32 / (S G) * R
 // outputs; G = 1 needs no butterfly. Q tasks per sub-warp have their first
-// chunks loaded together (more loads in flight for small problems).
+// chunks loaded together (more loads in flight for small problems). P > 1
+// warps share a tile, each a part of its j range, added in part order.
+// x_chunk: the staged chunk of x, in float elements (0: the default).
 struct EnumerateDirectConfig {
   int group_lanes;  // G
   int outputs;      // R
   int subwarps;     // S
   int tasks;        // Q
   const char* name;
+  int split_warps;  // P
+  int x_chunk;
 };
 absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs();
 

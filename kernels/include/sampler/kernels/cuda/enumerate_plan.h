@@ -21,6 +21,18 @@ struct DirectConfigDef {
   int g, r, sw, q;
   bool small_chunks;  // x chunks of 64 (single-chunk small problems)
   const char* name;
+  // Warps of a block that share one tile, each summing a contiguous part of
+  // its j range, the parts added in part order (1: a warp a tile). For
+  // batches of few long problems, whose tiles would fill less than a wave.
+  int split = 1;
+  // The x chunk's target length for float and for double products, 0 for
+  // the default (small_chunks' or 1024 / 512): smaller chunks, less shared
+  // memory a warp, more blocks an SM.
+  int chunk = 0;
+  int chunk_f64 = 0;
+  // Split tiles with float products: blocks an SM that the registers must
+  // allow (__launch_bounds__; 0: no cap).
+  int min_blocks = 0;
 };
 
 // The direct configurations (the template instantiations). Index = config.
@@ -38,6 +50,32 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     {4, 15, 1, 1, false, "g4r15"},
     {8, 7, 1, 1, false, "g8r7"},
     {32, 1, 1, 1, false, "g32r1 (lecture v3)"},
+    // Session 9 (issue 11, m = 256 and 1024). Sub-warps with long chunks
+    // and 16-byte x loads: a tile of 16 R or 8 R outputs wastes less of
+    // its rectangle at m = 256 (executed / useful products 1.34 at g1r5x2,
+    // 1.32 at g1r7x4 and 1.42 at g1r9x4, against g1r5's 1.61); chunks of
+    // 140-260 values (float) keep a warp's shared memory at 5.0-6.3 KB,
+    // below g1r5's 8.8 KB; double chunks as long as still fit the blocks an
+    // SM that their registers allow (6-7; a shorter chunk costs a staging
+    // round more).
+    {1, 5, 2, 1, false, "g1r5x2 (long)", 1, 260, 200},
+    {1, 7, 4, 1, false, "g1r7x4 (long)", 1, 140, 112},
+    {1, 9, 4, 1, false, "g1r9x4 (long)", 1, 144, 108},
+    // Split tiles: the block's 4 warps share a tile (m = 1024, B = 256: 2,560
+    // tiles of g1r7 are 0.81 waves of warps; split, 10,240 warps; g1r5's
+    // 3,328 tiles waste less, 1.17x against 1.24x, and fill 4.2 waves of
+    // blocks rather than 3.2).
+    {1, 7, 1, 1, false, "g1r7s4 (split)", 4, 280, 280},
+    {1, 5, 1, 1, false, "g1r5s4 (split)", 4, 260, 260},
+    {1, 9, 1, 1, false, "g1r9s4 (split)", 4, 288, 288},
+    // Tiles of 40 outputs: 1.18x at m = 256, the least waste, but 5 FMAs a
+    // step for 1.25 shared loads (the shared-memory pipe as busy as the FMA
+    // pipe).
+    {1, 5, 4, 1, false, "g1r5x4 (long)", 1, 140, 120},
+    // g1r7s4 with registers capped for 7 blocks an SM in float (80 -> 71
+    // and an 8-byte spill: 28 warps an SM instead of 24; at m = 1024 g1r7s4
+    // ran at 33% occupancy, issue slots 59.5% busy). Not yet measured.
+    {1, 7, 1, 1, false, "g1r7s4c7 (split, capped)", 4, 280, 280, 7},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
@@ -49,11 +87,12 @@ inline constexpr int kLogGroups[] = {1, 4};
 inline constexpr int kExtendedOutputs = 5;
 
 // The automatic direct configuration for a linear step with shorter
-// operand lx and longer ly (both at least 1), a function of the sizes only
-// (so a problem's bits never depend on its batch). Indices into
+// operand lx and longer ly (both at least 1) and float (f32) or double
+// products, a function of the step's own sizes and type only (so a
+// problem's bits never depend on its batch). Indices into
 // kDirectConfigDefs; the thresholds come from bench/results/
 // enumerate-kernel.md.
-int AutoLinearConfig(int64_t lx, int64_t ly);
+int AutoLinearConfig(int64_t lx, int64_t ly, bool f32);
 
 // The pair kernel (LaunchKind::kPair, enumerate_pair.cu) takes two-term
 // linear problems whose terms have at most kPairMaxLength values each (a
