@@ -56,53 +56,36 @@ def main():
         return statistics.median(got) if got else float("nan")
 
     names = list(servers)
+
+    def group_table(title, groups, cell):
+        """A table of one case: a row per thread group, a column per server;
+        cell(server, group) for the groups a server ran."""
+        print(f"\n### {case}: {title}, medians over rounds\n")
+        print("| group | " + " | ".join(names) + " |")
+        print("|---" * (len(names) + 1) + "|")
+        for g in groups:
+            cells = [cell(s, g) if (case, s, g) in samples else "" for s in names]
+            print(f"| {g} | " + " | ".join(cells) + " |")
+
+    def process_row(label, i, digits):
+        proc = [f"{statistics.median(v[i] for v in process[(case, s)]):.{digits}f}"
+                if process.get((case, s)) else "" for s in names]
+        print(f"| {label} | " + " | ".join(proc) + " |")
+
     for case in cases:
         groups = sorted({g for (c, _, g) in samples if c == case},
                         key=lambda g: -max(median(case, s, g, 1) for s in names))
-        print(f"\n### {case}: CPU us per call by thread group (threads), "
-              "medians over rounds\n")
-        print("| group | " + " | ".join(names) + " |")
-        print("|---" * (len(names) + 1) + "|")
-        for g in groups:
-            cells = []
-            for s in names:
-                if (case, s, g) in samples:
-                    cells.append(f"{median(case, s, g, 1):.1f} "
-                                 f"({median(case, s, g, 0):.0f})")
-                else:
-                    cells.append("")
-            print(f"| {g} | " + " | ".join(cells) + " |")
-        totals = []
-        for s in names:
-            total = sum(median(case, s, g, 1) for g in groups
-                        if (case, s, g) in samples)
-            totals.append(f"{total:.1f}")
+        group_table("CPU us per call by thread group (threads)", groups,
+                    lambda s, g: f"{median(case, s, g, 1):.1f} ({median(case, s, g, 0):.0f})")
+        totals = [f"{sum(median(case, s, g, 1) for g in groups if (case, s, g) in samples):.1f}"
+                  for s in names]
         print("| sum of groups | " + " | ".join(totals) + " |")
-        proc = [f"{statistics.median(v[0] for v in process[(case, s)]):.1f}"
-                if process.get((case, s)) else "" for s in names]
-        print("| process (/proc/PID/stat) | " + " | ".join(proc) + " |")
-
-        print(f"\n### {case}: context switches per call by thread group, "
-              "voluntary + involuntary, medians over rounds\n")
-        print("| group | " + " | ".join(names) + " |")
-        print("|---" * (len(names) + 1) + "|")
-        for g in groups:
-            cells = [f"{median(case, s, g, 2):.2f} + {median(case, s, g, 3):.2f}"
-                     if (case, s, g) in samples else "" for s in names]
-            print(f"| {g} | " + " | ".join(cells) + " |")
-        proc = [f"{statistics.median(v[1] for v in process[(case, s)]):.2f}"
-                if process.get((case, s)) else "" for s in names]
-        print("| process, all threads | " + " | ".join(proc) + " |")
-
-        print(f"\n### {case}: us per call runnable but waiting for a core, "
-              "by thread group, medians over rounds\n")
-        print("| group | " + " | ".join(names) + " |")
-        print("|---" * (len(names) + 1) + "|")
-        for g in groups:
-            cells = [f"{median(case, s, g, 4):.1f}"
-                     if (case, s, g) in samples else "" for s in names]
-            print(f"| {g} | " + " | ".join(cells) + " |")
-
+        process_row("process (/proc/PID/stat)", 0, 1)
+        group_table("context switches per call by thread group, voluntary + involuntary", groups,
+                    lambda s, g: f"{median(case, s, g, 2):.2f} + {median(case, s, g, 3):.2f}")
+        process_row("process, all threads", 1, 2)
+        group_table("us per call runnable but waiting for a core, by thread group", groups,
+                    lambda s, g: f"{median(case, s, g, 4):.1f}")
 
 if __name__ == "__main__":
     main()
