@@ -8,7 +8,7 @@
 // arena between them (twice the 50-60 MB L2) and never the set just read. Each
 // variant's first problems are checked against EnumerateCpu before timing.
 //
-//   enumerate_bench [--quick] [--json=PATH]
+//   enumerate_bench [--quick] [--json=PATH] [--only=TYPE:M:B:VARIANT,...]
 //   enumerate_bench --pb=N[,N...]
 //
 // --pb: issue 15's single large problem instead, a Poisson binomial of N
@@ -69,6 +69,8 @@ namespace {
 struct Case {
   int m;  // = n
   int64_t batch;
+  // Run only when --only names it (the tensor kernel's routing sizes).
+  bool only_when_named = false;
 };
 
 struct Variant {
@@ -318,10 +320,14 @@ void RunCase(const Case& c, const std::vector<Variant>& variants,
 // The configurations timed for a size: those that can be competitive there,
 // plus the lecture's one-output-per-warp kernel as the baseline up to m =
 // 1024 at the peers' batch sizes.
-bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch) {
+// named: the case was named by --only (every tensor configuration is
+// worth a row there; in the full run, at the peers' batches only).
+bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch, bool named) {
   const int g = c.group_lanes, r = c.outputs;
   const bool peers_batch =
       (m == 32) || (m == 256 && batch == 4096) || (m == 1024 && batch == 256);
+  // The tensor-core kernel from m = 32 on (its routing thresholds).
+  if (c.tensor_tiles > 0) return m >= 32 && (named || peers_batch);
   if (g == 32) return m <= 1024 && peers_batch;
   // Session 9's: split tiles for m = 1024's few tiles, sub-warps with long
   // chunks for m = 256's tile waste.
@@ -385,14 +391,18 @@ void RunPoissonBinomial(int n, Stager& stager) {
 
 int Main(int argc, char** argv) {
   bool quick = false;
-  std::string json, only;
+  std::string json;
+  std::vector<std::string> only;
   std::vector<int> pb;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     if (a.rfind("--json=", 0) == 0) json = a.substr(7);
-    // --only=TYPE:M:B:VARIANT (variant name prefix): one case, for ncu.
-    if (a.rfind("--only=", 0) == 0) only = a.substr(7);
+    // --only=TYPE:M:B:VARIANT[,TYPE:M:B:VARIANT...] (variant name
+    // prefixes): those cases and variants only (one, for ncu).
+    if (a.rfind("--only=", 0) == 0) {
+      only = absl::StrSplit(a.substr(7), ',', absl::SkipEmpty());
+    }
     if (a.rfind("--pb=", 0) == 0) {
       for (const absl::string_view n : absl::StrSplit(a.substr(5), ',')) {
         pb.push_back(std::stoi(std::string(n)));
@@ -418,22 +428,43 @@ int Main(int argc, char** argv) {
     std::printf("FFT path off: %s\n", fft.status().ToString().c_str());
 
   // The peers' batch sizes (peers-h200-2026-11-21.json) and larger ones;
-  // m = 16 for the pair kernel below the peers' size.
+  // m = 16 for the pair kernel below the peers' size; with --only, the sizes
+  // between them (batches of about m = 256's 2^28 products) for the tensor
+  // kernel's routing thresholds.
   const std::vector<Case> cases = {
-      {32, 262144}, {16, 262144}, {256, 4096}, {256, 16384},
-      {1024, 256},  {1024, 2048}, {4096, 128}, {16384, 16},
+      {32, 262144},       {16, 262144},      {256, 4096},
+      {256, 16384},       {1024, 256},       {1024, 2048},
+      {4096, 128},        {16384, 16},       {64, 65536, true},
+      {128, 16384, true}, {512, 1024, true}, {2048, 64, true},
+  };
+  // The --only specs naming a case and type (all when there are none), and
+  // whether one of them keeps a variant (its name prefix).
+  auto specs_for = [&](const std::string& prefix) {
+    std::vector<std::string> wants;
+    for (const std::string& o : only) {
+      if (o.rfind(prefix, 0) == 0) wants.push_back(o.substr(prefix.size()));
+    }
+    return wants;
+  };
+  auto wanted = [](const std::vector<std::string>& wants,
+                   const std::string& name) {
+    for (const std::string& w : wants) {
+      if (name.rfind(w, 0) == 0) return true;
+    }
+    return false;
   };
   std::vector<Row> rows;
   for (const Case& c : cases) {
     for (int type = 0; type < 2; ++type) {
       const std::string prefix = absl::StrCat(type == 0 ? "float" : "double",
                                               ":", c.m, ":", c.batch, ":");
-      if (!only.empty() && only.rfind(prefix, 0) != 0) continue;
+      const std::vector<std::string> wants = specs_for(prefix);
+      if (only.empty() ? c.only_when_named : wants.empty()) continue;
       std::vector<Variant> variants;
       variants.push_back({"auto", {}});
       const auto configs = EnumerateDirectConfigs();
       for (size_t k = 0; k < configs.size(); ++k) {
-        if (!Worth(configs[k], c.m, c.batch)) continue;
+        if (!Worth(configs[k], c.m, c.batch, !only.empty())) continue;
         EnumerateOptions o;
         o.method = EnumerateMethod::kDirect;
         o.direct_config = static_cast<int>(k);
@@ -453,19 +484,16 @@ int Main(int argc, char** argv) {
         variants.push_back({"fft (double cuFFT)", o});
       }
       if (!only.empty()) {
-        const std::string want = only.substr(prefix.size());
         std::vector<Variant> kept;
         for (Variant& v : variants) {
-          if (v.name.rfind(want, 0) == 0) kept.push_back(std::move(v));
+          if (wanted(wants, v.name)) kept.push_back(std::move(v));
         }
         variants = std::move(kept);
       }
       // The small-problems path where it fits (2m values), unless --only
-      // names another variant.
-      const bool small_path =
-          2 * c.m <= kSmallMaxValues &&
-          (only.empty() ||
-           std::string("small path").rfind(only.substr(prefix.size()), 0) == 0);
+      // names other variants only.
+      const bool small_path = 2 * c.m <= kSmallMaxValues &&
+                              (only.empty() || wanted(wants, "small path"));
       if (type == 0) {
         RunCase<float>(c, variants, **stager, fft.ok() ? fft->get() : nullptr,
                        quick, small_path, &rows);

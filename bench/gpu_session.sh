@@ -8,7 +8,7 @@
 # service floor multi wire pb small smallprof plan crossover upload unary
 # categorical enumerate.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical enumerate}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical enumerate tensor}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -292,6 +292,34 @@ if want enumerate; then
         "--only=$only" > "$work/enumerate_${label}_ncu.log" 2>&1
       summary "enumerate $label ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread|Waves Per SM' \
         "$work/enumerate_${label}_ncu.log" | sed -E 's/ +/ /g' | head -10 | tr '\n' ';')"
+    done
+  fi
+fi
+
+# Issue 11, session 10: the tensor-core kernel (enumerate_tensor.cu: dmma t1,
+# t2, t4) beside kAuto at m = 32 to 2048, float and double (batches of about
+# 2^28 products between the peers' sizes, for its routing thresholds); then
+# Nsight Compute on dmma t2 at the issue's two sizes, where ncu is installed.
+if want tensor; then
+  specs=""
+  for mb in 32:262144 64:65536 128:16384 256:4096 512:1024 1024:256 2048:64; do
+    for ty in float double; do specs="$specs,$ty:$mb:auto,$ty:$mb:dmma"; done
+  done
+  timeout 170 ./enumerate_bench --only="${specs#,}" \
+    --json="$work/enumerate_tensor.json" > "$work/enumerate_tensor.log" 2>&1
+  summary "enumerate tensor: rc=$? $(grep -E '^(float|double) +m=' \
+    "$work/enumerate_tensor.log" | sed -E 's/ +/ /g; s/ *\[.*//' | tr '\n' ';')"
+  if command -v ncu > /dev/null; then
+    for v in "float:256:4096:dmma t2|t2_256" "double:1024:256:dmma t2|t2_1024"; do
+      IFS='|' read -r only label <<< "$v"
+      timeout 120 ncu --section SpeedOfLight --section Occupancy \
+        --section SchedulerStats --section WarpStateStats \
+        --section MemoryWorkloadAnalysis --section LaunchStats \
+        --section ComputeWorkloadAnalysis --section InstructionStats \
+        -k "regex:TensorKernel" -c 1 ./enumerate_bench --quick \
+        "--only=$only" > "$work/enumerate_${label}_ncu.log" 2>&1
+      summary "enumerate $label ncu: rc=$? $(grep -E 'Duration|Issue Slots Busy|Achieved Occupancy|Registers Per Thread|Waves Per SM|Shared Memory|FP64|Tensor' \
+        "$work/enumerate_${label}_ncu.log" | sed -E 's/ +/ /g' | head -14 | tr '\n' ';')"
     done
   fi
 fi

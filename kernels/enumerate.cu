@@ -2,9 +2,12 @@
 // convolution in linear and log space, the copy of one-term problems, the
 // cuFFT path's kernels, and the launcher (which also launches the pair
 // kernel of enumerate_pair.cu: a warp per two-term problem of at most 32
-// values a term, the planner's choice for those). The host-side planning of a
-// segmented batch is enumerate_plan.cc (the configurations both share:
-// cuda/enumerate_plan.h), the cuFFT plans enumerate_fft_plans.cc.
+// values a term, the planner's choice for those; and the tensor-core kernel
+// of enumerate_tensor.cu for the direct configurations that name it). The
+// device helpers both direct kernels share are enumerate_direct.cuh. The
+// host-side planning of a segmented batch is enumerate_plan.cc (the
+// configurations both share: cuda/enumerate_plan.h), the cuFFT plans
+// enumerate_fft_plans.cc.
 //
 // The direct kernel. r_k = sum_j x_j y_{k-j}, x the shorter operand (LX <=
 // LY). A warp takes a task: a tile of TW = NG * R consecutive outputs
@@ -93,7 +96,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "enumerate_direct.cuh"
 #include "enumerate_pair.h"
+#include "enumerate_tensor.h"
 #include "enumerate_tilt.h"
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/cuda/enumerate_plan.h"
@@ -105,9 +110,14 @@
 
 namespace sampler::kernels::cuda {
 
+using enumerate_internal::DeviceArgs;
 using enumerate_internal::DirectConfigDef;
 using enumerate_internal::FftProblem;
 using enumerate_internal::FftSignal;
+using enumerate_internal::Flag;
+using enumerate_internal::ForEachWarpTask;
+using enumerate_internal::ForOperandRange;
+using enumerate_internal::Geometry;
 using enumerate_internal::kAInScratch;
 using enumerate_internal::kBInScratch;
 using enumerate_internal::kDirectConfigDefs;
@@ -119,8 +129,13 @@ using enumerate_internal::kOutLog;
 using enumerate_internal::Launch;
 using enumerate_internal::LaunchKind;
 using enumerate_internal::Log2;
+using enumerate_internal::MakeGeometry;
+using enumerate_internal::Operand;
+using enumerate_internal::Operands;
 using enumerate_internal::StepProblem;
 using enumerate_internal::Task;
+using enumerate_internal::TaskOf;
+using enumerate_internal::WriteTile;
 
 namespace {
 
@@ -225,35 +240,6 @@ struct LogShape {
 
 // ------------------------------------------------- device helpers ----
 
-template <typename T>
-struct DeviceArgs {
-  const StepProblem* steps;
-  const Task* tasks;  // null: task t is step problem t, tile 0
-  int64_t num_tasks;
-  const T* values;
-  double* scratch;
-  T* out;
-  uint32_t* status;
-};
-
-// An operand of a pair convolution: values (type T) or scratch (double).
-struct Operand {
-  int64_t base;
-  int32_t len;
-  bool scratch;
-};
-
-template <typename C, typename T>
-__device__ __forceinline__ C LoadOperand(const DeviceArgs<T>& args,
-                                         const Operand& o, int64_t i) {
-  return o.scratch ? static_cast<C>(args.scratch[o.base + i])
-                   : static_cast<C>(__ldg(args.values + (o.base + i)));
-}
-
-__device__ __forceinline__ void Flag(uint32_t* status, int32_t problem) {
-  if (status != nullptr) atomicOr(status + problem, kEnumerateStatusNonFinite);
-}
-
 // Stages n values, element i from load(i) (zero-padded by the loader), into
 // dst[index(i)], four loads in flight per lane.
 template <typename C, typename Load, typename Index>
@@ -274,55 +260,12 @@ __device__ __forceinline__ void Stage(int n, int lane, Load load, Index index,
   }
 }
 
-// A task's step problem and tile.
-__device__ __forceinline__ void TaskOf(const StepProblem* steps,
-                                       const Task* tasks, int64_t task,
-                                       StepProblem* sp, int64_t* tile) {
-  if (tasks != nullptr) {
-    const Task t = tasks[task];
-    *sp = steps[t.step_problem];
-    *tile = t.tile;
-  } else {
-    *sp = steps[task];
-    *tile = 0;
-  }
-}
-
-// x = the shorter operand (the summation index), y = the longer.
-__device__ __forceinline__ void Operands(const StepProblem& sp, Operand* x,
-                                         Operand* y) {
-  const Operand a{sp.a, sp.a_len, (sp.bits & kAInScratch) != 0};
-  const Operand b{sp.b, sp.b_len, (sp.bits & kBInScratch) != 0};
-  if (sp.a_len <= sp.b_len) {
-    *x = a;
-    *y = b;
-  } else {
-    *x = b;
-    *y = a;
-  }
-}
-
 // This warp's part of the block's dynamic shared memory, `elems` doubles a
 // warp.
 __device__ __forceinline__ double* WarpSharedDoubles(int elems) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   return reinterpret_cast<double*>(smem_raw) +
          static_cast<int>(threadIdx.x / kWarpSize) * elems;
-}
-
-// Calls run(step_problem, tile) for each task of warp `warp` of this block
-// (a grid-stride loop over the launch's warps).
-template <typename T, typename Run>
-__device__ __forceinline__ void ForEachWarpTask(const DeviceArgs<T>& args,
-                                                int warp, Run run) {
-  for (int64_t task = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-       task < args.num_tasks;
-       task += static_cast<int64_t>(gridDim.x) * kWarpsPerBlock) {
-    StepProblem sp;
-    int64_t tile;
-    TaskOf(args.steps, args.tasks, task, &sp, &tile);
-    run(sp, tile);
-  }
 }
 
 // -------------------------------------------------- linear kernel ----
@@ -382,64 +325,6 @@ struct Accumulators<R, false> {
   }
 };
 
-// Writes a finished tile: values[i] is output k0 + i (staged in shared
-// memory), coalesced over the task's `lanes` lanes (lane index `sl`).
-template <typename T>
-__device__ __forceinline__ void WriteTile(const DeviceArgs<T>& args,
-                                          const StepProblem& sp, int64_t k0,
-                                          int64_t K, int tw, int sl, int lanes,
-                                          const double* values,
-                                          bool log_values) {
-  const int n = static_cast<int>(K - k0 < tw ? K - k0 : tw);
-  if ((sp.bits & kDstScratch) != 0) {
-    double* const d = args.scratch + (sp.dst + k0);
-    for (int i = sl; i < n; i += lanes) d[i] = values[i];
-    return;
-  }
-  T* const d = args.out + (sp.dst + k0);
-  bool bad = false;
-  if (!log_values) {
-    for (int i = sl; i < n; i += lanes) {
-      const T r = static_cast<T>(values[i]);
-      d[i] = r;
-      bad |= !isfinite(r);
-    }
-  } else if ((sp.bits & kOutLog) != 0) {
-    for (int i = sl; i < n; i += lanes) {
-      const T r = static_cast<T>(values[i]);
-      d[i] = r;
-      bad |= !(r < std::numeric_limits<T>::infinity());  // +inf or NaN
-    }
-  } else {
-    for (int i = sl; i < n; i += lanes) {
-      const T r = static_cast<T>(exp(values[i]));
-      d[i] = r;
-      bad |= !isfinite(r);
-    }
-  }
-  if (bad) Flag(args.status, sp.problem);
-}
-
-// A task's place in its problem: the tile [k0, k0 + TW) and its j range.
-struct Geometry {
-  Operand x, y;
-  int64_t k0, K, jlo, jhi;
-};
-
-template <int TW>
-__device__ __forceinline__ Geometry MakeGeometry(const StepProblem& sp,
-                                                 int64_t tile) {
-  Geometry g;
-  Operands(sp, &g.x, &g.y);
-  const int64_t LX = g.x.len, LY = g.y.len;
-  g.K = LX + LY - 1;
-  g.k0 = tile * TW;
-  // Pairs (j, k - j) with k in the tile, both valid.
-  g.jlo = g.k0 - LY + 1 > 0 ? g.k0 - LY + 1 : 0;
-  g.jhi = g.k0 + TW - 1 < LX - 1 ? g.k0 + TW - 1 : LX - 1;
-  return g;
-}
-
 // One chunk of a task's j range: `steps` steps of its G members from jc,
 // span = G * steps values of x; y from ybase, TW + span - 1 values.
 struct Chunk {
@@ -466,41 +351,6 @@ __device__ __forceinline__ Chunk MakeChunk(const Geometry& g, int64_t jc) {
 template <class S>
 __device__ __forceinline__ int XSlot(int i) {
   return (i % S::kG) * S::XROW + i / S::kG;
-}
-
-// The operand values [start, start + n) of a chunk, zero outside [0, len),
-// as the shared-memory type: `visit(i, value)` for i = sl, sl + LT, ...
-// (`kInFlight` loads issued before their values are used). The operand's
-// kind (scratch or values) is resolved once, not per value.
-template <int LT, int kInFlight, typename C, typename T, typename Visit>
-__device__ __forceinline__ void ForOperandRange(const DeviceArgs<T>& args,
-                                                const Operand& o, int64_t start,
-                                                int n, int sl, Visit visit) {
-  // Valid i: 0 <= start + i < len, i.e. lo <= i < hi (32-bit from here).
-  const int lo = static_cast<int>(
-      start >= 0 ? 0 : (-start < n ? -start : static_cast<int64_t>(n)));
-  const int64_t room = o.len - start;
-  const int hi = static_cast<int>(room <= 0 ? 0 : (room < n ? room : n));
-  auto run = [&](const auto* p) {
-    for (int i0 = sl; i0 < n; i0 += kInFlight * LT) {
-      C v[kInFlight];
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
-        const int i = i0 + u * LT;
-        v[u] = i >= lo && i < hi ? static_cast<C>(p[i]) : C(0);
-      }
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
-        const int i = i0 + u * LT;
-        if (i < n) visit(i, v[u]);
-      }
-    }
-  };
-  if (o.scratch) {
-    run(args.scratch + (o.base + start));
-  } else {
-    run(args.values + (o.base + start));
-  }
 }
 
 // Stages a chunk into a slot: x values, then the window of y.
@@ -876,7 +726,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
   const int member = lane / NG;
   const int group = lane % NG;
 
-  ForEachWarpTask(
+  ForEachWarpTask<kWarpsPerBlock>(
       args, threadIdx.x / kWarpSize, [&](const StepProblem& sp, int64_t tile) {
         const Geometry g = MakeGeometry<TW>(sp, tile);
         const Operand &xo = g.x, &yo = g.y;
@@ -1242,7 +1092,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
     return __shfl_sync(kFullMask, lane_tilt_factor, c);
   };
 
-  ForEachWarpTask(
+  ForEachWarpTask<kWarpsPerBlock>(
       args, threadIdx.x / kWarpSize, [&](const StepProblem& sp, int64_t tile) {
         const Geometry g = MakeGeometry<TW>(sp, tile);
         const Operand &xo = g.x, &yo = g.y;
@@ -1582,7 +1432,9 @@ struct KernelEntry {
 
 template <typename T, int CONFIG, bool kF32>
 KernelEntry LinearEntry() {
-  if constexpr (kF32 && !std::is_same_v<T, float>) {
+  if constexpr ((kF32 && !std::is_same_v<T, float>) ||
+                kDirectConfigDefs[CONFIG].tensor > 0) {
+    // (Tensor configurations: enumerate_tensor.cu's kernel.)
     return {nullptr, 0, kWarpsPerBlock};
   } else {
     constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
@@ -1712,6 +1564,11 @@ absl::Status LaunchEnumerate(const EnumerateBatch<T>& batch,
         }
         break;
       case LaunchKind::kLinear:
+        if (kDirectConfigDefs[l.config].tensor > 0) {
+          SAMPLER_RETURN_IF_ERROR(enumerate_internal::LaunchTensorKernel<T>(
+              l.config, args, stream));
+          break;
+        }
         if (absl::Status s = LaunchEntry<T>(LinearKernelFor<T>(l.config, l.f32),
                                             args, stream);
             !s.ok()) {

@@ -69,6 +69,7 @@ int TileOutputs(LaunchKind kind, int config) {
     return kWarpSize / kLogGroups[config] * kExtendedOutputs;
   }
   const DirectConfigDef& c = kDirectConfigDefs[config];
+  if (c.tensor > 0) return 64 * c.tensor;
   return kWarpSize / c.sw / c.g * c.r;
 }
 
@@ -105,7 +106,7 @@ using enumerate_internal::TileOutputs;
 namespace {
 
 constexpr EnumerateDirectConfig PublicConfig(const DirectConfigDef& d) {
-  return {d.g, d.r, d.sw, d.q, d.name, d.split, d.chunk};
+  return {d.g, d.r, d.sw, d.q, d.name, d.split, d.chunk, d.tensor};
 }
 template <int... I>
 constexpr std::array<EnumerateDirectConfig, sizeof...(I)> PublicConfigs(

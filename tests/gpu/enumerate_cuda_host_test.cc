@@ -115,8 +115,8 @@ TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
 }
 
 // A task's tile: 32 / (S G) R outputs for a direct configuration (as
-// EnumerateDirectConfigs() documents it), 32 / G for a log one, 32 / G
-// kExtendedOutputs for an extended one.
+// EnumerateDirectConfigs() documents it; 64 tensor_tiles for a tensor-core
+// one), 32 / G for a log one, 32 / G kExtendedOutputs for an extended one.
 TEST(EnumeratePlanTest, TileOutputs) {
   const absl::Span<const EnumerateDirectConfig> configs =
       EnumerateDirectConfigs();
@@ -124,7 +124,9 @@ TEST(EnumeratePlanTest, TileOutputs) {
   for (int c = 0; c < kNumDirectConfigs; ++c) {
     const EnumerateDirectConfig& d = configs[c];
     EXPECT_EQ(TileOutputs(LaunchKind::kLinear, c),
-              32 / (d.subwarps * d.group_lanes) * d.outputs)
+              d.tensor_tiles > 0
+                  ? 64 * d.tensor_tiles
+                  : 32 / (d.subwarps * d.group_lanes) * d.outputs)
         << d.name;
   }
   EXPECT_EQ(TileOutputs(LaunchKind::kLog, 0), 32 / kLogGroups[0]);

@@ -1425,5 +1425,88 @@ TYPED_TEST(EnumerateGpuTest, SplitAndLongSubwarpConfigsAreExactAndStable) {
   }
 }
 
+// The tensor-core configurations (enumerate_tensor.cu: FP64 mma.sync, every
+// product in double), forced: m != n both ways, odd lengths and lengths
+// around the tiles (64, 128 and 256 outputs) and the chunks, tiny
+// probabilities (down to 1e-12 of a term's largest: products down to 1e-24,
+// normal in float), scattered zeros and supports with exact-zero sums, and
+// a four-term tree (double nodes): within tolerance of the long double
+// reference and of EnumerateCpu, the same bits on every run, and every
+// problem the same bits in a batch of another composition (reversed, with
+// other problems between them), as the mma's order is fixed on a given chip
+// and a tile's steps depend on its problem's sizes only.
+TYPED_TEST(EnumerateGpuTest, TensorConfigsMatchCpuAndAreBatchIndependent) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const std::pair<int, int> kSizes[] = {
+      {256, 256},  {1024, 1024}, {1, 1},       {1, 5},       {2, 8},
+      {63, 65},    {64, 64},     {65, 129},    {127, 128},   {257, 255},
+      {300, 1000}, {1000, 300},  {2047, 2049}, {4100, 4100}, {33, 3000}};
+  std::vector<Problem<T>> batch;
+  for (const auto& [lx, ly] : kSizes) {
+    for (int kind = 0; kind < 3; ++kind) {
+      Problem<T> p;
+      for (int len : {lx, ly}) {
+        TermData<T> t =
+            RandomTerm<T>(this->rng_, len, true, 1, ProbSpace::kLinear);
+        for (int i = 0; i < len; ++i) {
+          if (kind == 1) {
+            // Tiny probabilities, and runs of zeros.
+            if (this->rng_() % 3 == 0) {
+              t.values[i] *=
+                  static_cast<T>(std::pow(10.0, -12 * Uniform(this->rng_)));
+            }
+            if ((i / 5) % 7 == 3) t.values[i] = 0;
+          } else if (kind == 2 && i % 2 == 1) {
+            t.values[i] = 0;  // the odd sums are exactly zero
+          }
+        }
+        p.terms.push_back(std::move(t));
+      }
+      batch.push_back(std::move(p));
+    }
+  }
+  Problem<T> tree;
+  for (int len : {300, 700, 129, 1000}) {
+    tree.terms.push_back(
+        RandomTerm<T>(this->rng_, len, true, 1, ProbSpace::kLinear));
+  }
+  batch.push_back(std::move(tree));
+  // Another composition: reversed, each problem followed by a random one.
+  std::vector<Problem<T>> mixed;
+  std::vector<size_t> where(batch.size());
+  for (size_t p = batch.size(); p-- > 0;) {
+    where[p] = mixed.size();
+    mixed.push_back(batch[p]);
+    mixed.push_back(RandomProblem<T>(this->rng_, 3, 400'000, ProbSpace::kLinear,
+                                     ProbSpace::kLinear));
+  }
+  const auto configs = EnumerateDirectConfigs();
+  int tested = 0;
+  for (int c = 0; c < static_cast<int>(configs.size()); ++c) {
+    if (configs[c].tensor_tiles == 0) continue;
+    ++tested;
+    EnumerateOptions options;
+    options.method = EnumerateMethod::kDirect;
+    options.direct_config = c;
+    const std::string what = configs[c].name;
+    absl::StatusOr<GpuResult<T>> got = RunOnGpu(batch, options, nullptr, 2);
+    ASSERT_TRUE(got.ok()) << got.status() << " " << what;
+    const double worst = this->CheckBatch(batch, *got, what);
+    std::cout << what << ": worst error / tolerance " << worst << "\n";
+    absl::StatusOr<GpuResult<T>> other = RunOnGpu(mixed, options);
+    ASSERT_TRUE(other.ok()) << other.status() << " " << what;
+    for (size_t p = 0; p < batch.size(); ++p) {
+      const std::vector<T>& a = got->values[p];
+      const std::vector<T>& b = other->values[where[p]];
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(T)), 0)
+          << what << " problem " << p << " (" << Describe(batch[p])
+          << "): other bits in another batch";
+    }
+  }
+  EXPECT_GE(tested, 1);
+}
+
 }  // namespace
 }  // namespace sampler::kernels::cuda

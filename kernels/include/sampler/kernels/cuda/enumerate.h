@@ -52,7 +52,10 @@
 //
 // Some configurations run sub-warps, each its own tile of a smaller problem,
 // or split a tile's j range over the warps of a block, the parts added in a
-// fixed order (a function of the tile only).
+// fixed order (a function of the tile only). The tensor-core configurations
+// (tensor_tiles > 0, enumerate_tensor.cu) run a tile as small Toeplitz
+// matrix products on the FP64 tensor cores (mma.sync), every product in
+// double for float and double problems alike.
 //
 // Accuracy against the long double reference, per element where the
 // reference is not zero (the tests check these): linear space, float:
@@ -139,6 +142,9 @@ struct EnumerateOptions {
 // chunks loaded together (more loads in flight for small problems). P > 1
 // warps share a tile, each a part of its j range, added in part order.
 // x_chunk: the staged chunk of x, in float elements (0: the default).
+// tensor_tiles > 0: the tensor-core kernel instead (FP64 mma.sync, every
+// product in double), tiles of 64 tensor_tiles outputs; G, R, S, Q and P are
+// 1 for it.
 struct EnumerateDirectConfig {
   int group_lanes;  // G
   int outputs;      // R
@@ -147,6 +153,7 @@ struct EnumerateDirectConfig {
   const char* name;
   int split_warps;  // P
   int x_chunk;
+  int tensor_tiles;
 };
 absl::Span<const EnumerateDirectConfig> EnumerateDirectConfigs();
 

@@ -33,6 +33,11 @@ struct DirectConfigDef {
   // Split tiles with float products: blocks an SM that the registers must
   // allow (__launch_bounds__; 0: no cap).
   int min_blocks = 0;
+  // The tensor-core kernel (enumerate_tensor.cu) with this many sub-tiles of
+  // 8 x 8 outputs a warp (a tile of 64 tensor outputs), x chunks of `chunk`
+  // values, every product in double (float values converted): 0 for the
+  // warp-cooperative kernel. g, r, sw, q and split are 1 for it.
+  int tensor = 0;
 };
 
 // The direct configurations (the template instantiations). Index = config.
@@ -76,6 +81,12 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     // and an 8-byte spill: 28 warps an SM instead of 24; at m = 1024 g1r7s4
     // ran at 33% occupancy, issue slots 59.5% busy). Not yet measured.
     {1, 7, 1, 1, false, "g1r7s4c7 (split, capped)", 4, 280, 280, 7},
+    // Session 10 (issue 11): the FP64 tensor cores (mma.sync m8n8k4 .f64)
+    // for float and double problems, tiles of 64, 128 and 256 outputs (1, 2
+    // and 4 sub-tiles of 8 x 8 sharing each step's Toeplitz block of x).
+    {1, 1, 1, 1, false, "dmma t1 (tensor)", 1, 256, 256, 0, 1},
+    {1, 1, 1, 1, false, "dmma t2 (tensor)", 1, 288, 288, 0, 2},
+    {1, 1, 1, 1, false, "dmma t4 (tensor)", 1, 224, 224, 0, 4},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);

@@ -1,0 +1,335 @@
+// The tensor-core kernel of the direct path (enumerate_tensor.h): r_k =
+// sum_j x_j y_{k-j} (x the shorter operand) as products of small Toeplitz
+// matrices on the FP64 tensor cores, mma.sync.aligned.m8n8k4 .f64 (a warp
+// instruction of 256 multiply-adds, D = A B + C with A 8 x 4, B 4 x 8, C 8 x
+// 8), for float and double problems alike: a product of two floats is exact
+// in double, so float problems convert their values to double when they are
+// staged, accumulate in double and are rounded to float once, at the write.
+//
+// The decomposition. A warp takes a task, a tile of TW = 64 T consecutive
+// outputs [k0, k0 + TW) of one problem, as T sub-tiles of 8 x 8 outputs:
+// output (t, i, n) (t < T, row i < 8, column n < 8) is
+//   k = k0 + 8 T i + 8 t + n,
+// the rows of the T sub-tiles interleaved. Step s of the tile's j range has
+// the base c = c0 + 4 s; at step s the products of output (t, i, n) are
+// x_{c + n - kk} y_{k0 + 8 T i + 8 t + kk - c}, kk < 4, so that
+//   D_t += A_{t,s} B_s,  B_s[kk][n] = x_{c + n - kk} (a Toeplitz block of x),
+//                        A_{t,s}[i][kk] = y_{k0 + 8 T i + 8 t + kk - c}.
+// Over the steps, (s, kk) meets every j = c + n - kk of an output exactly
+// once, so the steps from c0 = jlo - 4 to the first base >= jhi cover every
+// pair of every output of the tile (the tile's j range [jlo, jhi] as in the
+// warp-cooperative kernel); pairs outside the operands read zeros (the
+// staging pads them), so every lane runs the same steps with no bounds test.
+// Executed products are about (TW + 8) / LX more than the useful ones (the
+// tile's rectangle: its triangles and a step's overhang), as in the
+// warp-cooperative kernel's tiles.
+//
+// Fragments (PTX's m8n8k4 .f64 layouts): lane l holds A[l / 4][l % 4],
+// B[l % 4][l / 4] and C[l / 4][2 (l % 4) + c], c < 2. B_s is one value of x a
+// lane, read from shared memory by index (4 s + 3 + l / 4 - l % 4 of the
+// staged chunk: no Toeplitz matrix is materialised). A_{t,s} = A_{0,s-2t}
+// (the interleaved rows make sub-tile t's y window that of sub-tile 0 two
+// steps earlier), so a lane loads one value of y a step and keeps the last
+// 2T - 1 in registers, rotating through a fully unrolled loop (slot s mod
+// (2T - 1), known at compile time): a step is two shared loads and T mma's.
+// y is staged with 4 doubles of padding after every 8T values, so that the
+// 32 lanes' loads (8T apart by row, 4 apart by step) fall in distinct banks:
+// a warp's A load is two wavefronts, its B load (11 distinct consecutive
+// values) one or two.
+//
+// Accuracy: every product is exact in the mma (x y of two floats is exact in
+// double; for double values the unit adds the exact products with at most
+// one rounding per addition, whatever order it adds in). With non-negative
+// values an output's block sum over F steps (C alternating chains of F / C
+// mma's: C = 2 for T <= 2, 1 for T = 4; F = 8, 12, 14 for T = 1, 2, 4) is
+// within 4 F / C roundings of its exact value (4 additions an mma), the
+// chains add one rounding and the block joins the output's total with one
+// more: a relative error of at most (4 F / C + 2 + B) u per output (u =
+// 2^-53, B the output's blocks, about S / F + one a chunk for S steps: at m =
+// 16,384, S = 4,100, below 4e-14), then the rounding to T (float: half an
+// ulp, 6e-8, far inside the 1e-6 that the float path guarantees). Double
+// problems' tree nodes go through it as through the warp-cooperative
+// kernel's double path.
+//
+// Determinism: an output's sum has a fixed order: its chunks in order, the
+// steps of a chunk in order, each mma's four products added by the unit in
+// an order fixed by the chip (the same bits for the same operands on the same
+// GPU model), the chains and blocks in a fixed order; a tile's steps and
+// chunks are functions of the problem's sizes and the tile's index only, so
+// a problem's bits do not depend on its batch.
+//
+// Predicted speed (H100, before measuring; bench/results/enumerate-kernel.md
+// has the measurements): the FP64 tensor peak, 67 TFLOP/s, is one m8n8k4 mma
+// every 2 cycles an SM (8 a sub-partition); a step of T = 2 is 2 mma's, two
+// shared loads (3-4 wavefronts at one a cycle) and three other
+// instructions, so the mma's, not the issue slots or the shared memory,
+// bound the inner loop. m = 256: tiles of 128 outputs execute 1.6x the useful
+// products (4 tiles of 36, 68, 68 and 36 steps); at half the mma peak
+// (staging, the chunk's tail and occupancy taking the rest) 0.25 mma / cycle
+// / SM x 256 x 132 SMs x 1.75 GHz / (1.6 x 65,536) = 141 Mpairs/s (the direct
+// kernel: 84-89). m = 1024: 1.13x waste, about 200 Mpairs/s x (65,536 /
+// 1,048,576) / 1.13 x 1.6 = 12 Mpairs/s (direct: 7.3); float and double the
+// same (the staging reads float or double, the rest is double).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "enumerate_direct.cuh"
+#include "enumerate_tensor.h"
+#include "sampler/kernels/cuda/enumerate_plan.h"
+#include "sampler/kernels/cuda/launch.h"
+#include "sampler/kernels/cuda/status.h"
+#include "sampler/kernels/cuda/warp.cuh"
+#include "sampler/kernels/status_macros.h"
+
+namespace sampler::kernels::cuda::enumerate_internal {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;  // warps are independent
+constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
+constexpr int kMaxBlocks = 1 << 20;
+
+constexpr int Gcd(int a, int b) { return b == 0 ? a : Gcd(b, a % b); }
+// a / b rounded down, for a of either sign (b > 0).
+constexpr int FloorDiv(int a, int b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+// a mod b in [0, b).
+constexpr int PosMod(int a, int b) { return ((a % b) + b) % b; }
+// The largest divisor of n that is at most cap.
+constexpr int DivisorAtMost(int n, int cap) {
+  int d = cap < n ? cap : n;
+  while (n % d != 0) --d;
+  return d;
+}
+
+// Compile-time shape of one tensor configuration: kTiles sub-tiles of 8 x 8
+// outputs, x chunks of about kChunk values (4 a step).
+template <int kTiles, int kChunk>
+struct TensorShape {
+  static constexpr int T = kTiles;
+  static constexpr int TW = 64 * T;    // outputs a tile
+  static constexpr int W = 2 * T - 1;  // A values kept: a_s .. a_{s-2(T-1)}
+  // Steps a row of y covers (8 T values, then the 4 of padding): a chunk's
+  // steps are a multiple of it, so that the padding's place is a
+  // compile-time offset of the step.
+  static constexpr int kRow = 2 * T;
+  static constexpr int U0 = W / Gcd(W, kRow) * kRow;
+  static constexpr int U = U0 * ((8 + U0 - 1) / U0);  // unrolled steps
+  // Steps of a block sum (a divisor of U); chains of the block sum.
+  static constexpr int F = DivisorAtMost(U, 14);
+  static constexpr int kChains = T >= 4 ? 1 : 2;
+  static constexpr int NS = kChunk / 4 / U * U > 0 ? kChunk / 4 / U* U : U;
+  // The staged chunk: x values [c0 - 3, c0 + 4 NS + 4), y's window of TW +
+  // 4 NS - 8 values, padded.
+  static constexpr int kYValues = TW + 4 * NS - 8;
+  static constexpr int Pad(int e) { return e + 4 * (e / (8 * T)); }
+  static constexpr int kXElems = (4 * NS + 7 + 1) / 2 * 2;
+  static constexpr int kYElems = (Pad(kYValues - 1) + 1 + 1) / 2 * 2;
+  static constexpr int kWarpElems = kXElems + kYElems;
+  static_assert(U % W == 0 && U % kRow == 0 && NS % U == 0, "whole blocks");
+  static_assert(kWarpElems >= TW, "the output staging reuses the chunk");
+};
+
+// The offset of step tt's y value (relative to a block's base, below) in the
+// padded window: Pad(4 (Q - 1 - tt)) = 4 Q + 4 Q / kRow + YOffset(tt) for Q
+// a multiple of kRow.
+template <class S>
+constexpr int YOffset(int tt) {
+  return -4 - 4 * tt + 4 * FloorDiv(-1 - tt, S::kRow);
+}
+
+// D += A B for one lane's fragments of m8n8k4 .f64.
+__device__ __forceinline__ void Mma(double& d0, double& d1, double a,
+                                    double b) {
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, "
+      "{%0, %1};\n"
+      : "+d"(d0), "+d"(d1)
+      : "d"(a), "d"(b));
+}
+
+// One lane's accumulators: per sub-tile, kChains block sums of 2 outputs and
+// the outputs' totals.
+template <class S>
+struct TensorAccumulators {
+  double block[S::T][S::kChains][2];
+  double total[S::T][2];
+  __device__ __forceinline__ void Clear() {
+#pragma unroll
+    for (int t = 0; t < S::T; ++t) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        total[t][c] = 0.0;
+#pragma unroll
+        for (int h = 0; h < S::kChains; ++h) block[t][h][c] = 0.0;
+      }
+    }
+  }
+  // The block sums into the totals, in chain order.
+  __device__ __forceinline__ void Flush() {
+#pragma unroll
+    for (int t = 0; t < S::T; ++t) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        double b = block[t][0][c];
+#pragma unroll
+        for (int h = 1; h < S::kChains; ++h) b += block[t][h][c];
+        total[t][c] += b;
+#pragma unroll
+        for (int h = 0; h < S::kChains; ++h) block[t][h][c] = 0.0;
+      }
+    }
+  }
+};
+
+// The steps of one staged chunk (`steps`, a multiple of kRow).
+template <class S>
+__device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
+                                             const double* xs, const double* ys,
+                                             int steps, int lane) {
+  constexpr int T = S::T, W = S::W, U = S::U, F = S::F, kRow = S::kRow;
+  const int row = lane >> 2, kk = lane & 3;
+  // B_s: x at 4 s + 3 + n - kk, n = lane / 4.
+  const double* const xb = xs + 3 + row - kk;
+  // A: a_s is y at Pad(8 T row + kk + 4 (steps - 1 - s)) = (8 T + 4) row +
+  // kk + Pad(4 (steps - 1 - s)) (the row's padding, and the step's: 4 (...)
+  // is a multiple of 4 and kk < 4).
+  const double* const ylane = ys + (8 * T + 4) * row + kk;
+  double ring[W];
+  {
+    // a_{-1} .. a_{-(W - 1)}: sub-tile t's A at the chunk's first steps.
+    const double* const ya = ylane + 4 * steps + 4 * (steps / kRow);
+#pragma unroll
+    for (int r = 1; r < W; ++r) ring[PosMod(-r, W)] = ya[YOffset<S>(-r)];
+  }
+  for (int tb = 0; tb < steps; tb += U) {
+    const int q = steps - tb;  // a multiple of kRow
+    const double* const ya = ylane + 4 * q + 4 * (q / kRow);
+    const double* const xp = xb + 4 * tb;
+#pragma unroll
+    for (int tt = 0; tt < U; ++tt) {
+      if (tt % kRow == 0 && tt > 0 && tt >= q) break;
+      ring[tt % W] = ya[YOffset<S>(tt)];
+      const double b = xp[4 * tt];
+      constexpr int kChains = S::kChains;
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        double(&d)[2] = acc.block[t][tt % kChains];
+        Mma(d[0], d[1], ring[PosMod(tt - 2 * t, W)], b);
+      }
+      if (tt % F == F - 1) acc.Flush();
+    }
+  }
+  acc.Flush();  // the last block's partial sums (zeros add nothing)
+}
+
+// One task: its tile's chunks staged and computed, then the write.
+template <class S, typename T>
+__device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
+                                        const StepProblem& sp, int64_t tile,
+                                        int lane, double* smem) {
+  const Geometry g = MakeGeometry<S::TW>(sp, tile);
+  double* const xs = smem;
+  double* const ys = smem + S::kXElems;
+  TensorAccumulators<S> acc;
+  acc.Clear();
+  for (int64_t c0 = g.jlo - 4; c0 < g.jhi + 4;) {
+    const int64_t rest = (g.jhi - c0 + 3) / 4 + 1;
+    const int steps =
+        rest >= S::NS
+            ? S::NS
+            : static_cast<int>((rest + S::kRow - 1) / S::kRow * S::kRow);
+    __syncwarp();
+    ForOperandRange<kWarpSize, 4, double>(args, g.x, c0 - 3, 4 * steps + 7,
+                                          lane,
+                                          [&](int i, double v) { xs[i] = v; });
+    ForOperandRange<kWarpSize, 4, double>(
+        args, g.y, g.k0 - c0 - 4 * (steps - 1), S::TW + 4 * steps - 8, lane,
+        [&](int i, double v) { ys[S::Pad(i)] = v; });
+    __syncwarp();
+    ComputeChunk<S>(acc, xs, ys, steps, lane);
+    c0 += 4 * steps;
+  }
+  // Output (t, i, n) = k0 + 8 T i + 8 t + n; lane l holds i = l / 4, n =
+  // 2 (l % 4) + c.
+  __syncwarp();
+  double* const staged = smem;
+#pragma unroll
+  for (int t = 0; t < S::T; ++t) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      staged[8 * S::T * (lane >> 2) + 8 * t + 2 * (lane & 3) + c] =
+          acc.total[t][c];
+    }
+  }
+  __syncwarp();
+  WriteTile(args, sp, g.k0, g.K, S::TW, lane, kWarpSize, staged,
+            /*log_values=*/false);
+}
+
+template <typename T, class S>
+__global__ void __launch_bounds__(kBlockThreads)
+    TensorKernel(const DeviceArgs<T> args) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int lane = threadIdx.x & (kWarpSize - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  double* const smem = reinterpret_cast<double*>(smem_raw) +
+                       static_cast<int64_t>(warp) * S::kWarpElems;
+  ForEachWarpTask<kWarpsPerBlock>(args, warp,
+                                  [&](const StepProblem& sp, int64_t tile) {
+                                    RunTile<S>(args, sp, tile, lane, smem);
+                                  });
+}
+
+template <typename T, int CONFIG>
+absl::Status LaunchConfig(const DeviceArgs<T>& args, cudaStream_t stream) {
+  constexpr DirectConfigDef D = kDirectConfigDefs[CONFIG];
+  if constexpr (D.tensor == 0) {
+    return absl::InternalError("enumerate: not a tensor configuration");
+  } else {
+    using S = TensorShape<D.tensor, D.chunk>;
+    const void* fn = reinterpret_cast<const void*>(&TensorKernel<T, S>);
+    const size_t smem =
+        static_cast<size_t>(kWarpsPerBlock) * S::kWarpElems * sizeof(double);
+    SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(fn, smem));
+    const int64_t blocks = std::min<int64_t>(
+        (args.num_tasks + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks);
+    TensorKernel<T, S>
+        <<<static_cast<unsigned>(blocks), kBlockThreads, smem, stream>>>(args);
+    SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
+    return absl::OkStatus();
+  }
+}
+
+template <typename T, int... I>
+absl::Status LaunchIndexed(int config, const DeviceArgs<T>& args,
+                           cudaStream_t stream,
+                           std::integer_sequence<int, I...>) {
+  using Fn = absl::Status (*)(const DeviceArgs<T>&, cudaStream_t);
+  static constexpr Fn kTable[] = {&LaunchConfig<T, I>...};
+  return kTable[config](args, stream);
+}
+
+}  // namespace
+
+template <typename T>
+absl::Status LaunchTensorKernel(int config, const DeviceArgs<T>& args,
+                                cudaStream_t stream) {
+  if (config < 0 || config >= kNumDirectConfigs ||
+      kDirectConfigDefs[config].tensor == 0) {
+    return absl::InternalError("enumerate: not a tensor configuration");
+  }
+  if (args.num_tasks == 0) return absl::OkStatus();
+  return LaunchIndexed<T>(config, args, stream,
+                          std::make_integer_sequence<int, kNumDirectConfigs>{});
+}
+
+template absl::Status LaunchTensorKernel<float>(int, const DeviceArgs<float>&,
+                                                cudaStream_t);
+template absl::Status LaunchTensorKernel<double>(int, const DeviceArgs<double>&,
+                                                 cudaStream_t);
+
+}  // namespace sampler::kernels::cuda::enumerate_internal
