@@ -32,6 +32,12 @@
 // steps earlier), so a lane loads one value of y a step and keeps the last
 // 2T - 1 in registers, rotating through a fully unrolled loop (slot s mod
 // (2T - 1), known at compile time): a step is two shared loads and T mma's.
+// Hopper's m16n8k8 .f64 (configurations with tensor_k = 8) does two steps
+// (s, s + 1) of two sub-tiles (t, t + 1) in one instruction: its A rows 0-7
+// and 8-15 are the two sub-tiles, its k 0-3 and 4-7 the two steps, so A is
+// a_{s-2t}, a_{s-2t-2}, a_{s+1-2t}, a_{s-1-2t} from the same ring (of 2T
+// values) and B the two steps' x values; the same products, added in the
+// unit's order, half the mma instructions.
 // y is staged with 4 doubles of padding after every 8T values, so that the
 // 32 lanes' loads (8T apart by row, 4 apart by step) fall in distinct banks:
 // a warp's A load is two wavefronts, its B load (11 distinct consecutive
@@ -41,15 +47,15 @@
 // double; for double values the unit adds the exact products with at most
 // one rounding per addition, whatever order it adds in). With non-negative
 // values an output's block sum over F steps (C alternating chains of F / C
-// mma's: C = 2 for T <= 2, 1 for T = 4; F = 8, 12, 14 for T = 1, 2, 4) is
-// within 4 F / C roundings of its exact value (4 additions an mma), the
-// chains add one rounding and the block joins the output's total with one
-// more: a relative error of at most (4 F / C + 2 + B) u per output (u =
-// 2^-53, B the output's blocks, about S / F + one a chunk for S steps: at m =
-// 16,384, S = 4,100, below 4e-14), then the rounding to T (float: half an
-// ulp, 6e-8, far inside the 1e-6 that the float path guarantees). Double
-// problems' tree nodes go through it as through the warp-cooperative
-// kernel's double path.
+// mma's: C = 2 for T <= 2, 1 for T = 4; F = 8, 12, 14 for T = 1, 2, 4, and
+// 8 with m16n8k8) is within 4 F / C roundings of its exact value (one an
+// addition of a product, 4 F / C products), the chains add one rounding and
+// the block joins the output's total with one more: a relative error of at most
+// (4 F / C + 2 + B) u per output (u = 2^-53, B the output's blocks, about S / F
+// + one a chunk for S steps: at m = 16,384, S = 4,100, below 4e-14), then the
+// rounding to T (float: half an ulp, 6e-8, far inside the 1e-6 that the float
+// path guarantees). Double problems' tree nodes go through it as through the
+// warp-cooperative kernel's double path.
 //
 // Determinism: an output's sum has a fixed order: its chunks in order, the
 // steps of a chunk in order, each mma's four products added by the unit in
@@ -107,19 +113,27 @@ constexpr int DivisorAtMost(int n, int cap) {
 }
 
 // Compile-time shape of one tensor configuration: kTiles sub-tiles of 8 x 8
-// outputs, x chunks of about kChunk values (4 a step).
-template <int kTiles, int kChunk>
+// outputs, x chunks of about kChunk values (4 a step), mma's of kK = 4
+// (m8n8k4: one step of one sub-tile) or 8 (m16n8k8: two steps of two
+// sub-tiles) products an output.
+template <int kTiles, int kChunk, int kMmaK>
 struct TensorShape {
   static constexpr int T = kTiles;
-  static constexpr int TW = 64 * T;    // outputs a tile
-  static constexpr int W = 2 * T - 1;  // A values kept: a_s .. a_{s-2(T-1)}
+  static constexpr int kK = kMmaK;
+  static_assert(kK == 4 || (kK == 8 && T % 2 == 0), "m16n8k8: sub-tile pairs");
+  static constexpr int TW = 64 * T;  // outputs a tile
+  // A values kept: a_s .. a_{s-2(T-1)}, and a_{s+1} for m16n8k8's second
+  // step.
+  static constexpr int W = kK == 4 ? 2 * T - 1 : 2 * T;
   // Steps a row of y covers (8 T values, then the 4 of padding): a chunk's
   // steps are a multiple of it, so that the padding's place is a
   // compile-time offset of the step.
   static constexpr int kRow = 2 * T;
   static constexpr int U0 = W / Gcd(W, kRow) * kRow;
-  static constexpr int U = U0 * ((8 + U0 - 1) / U0);  // unrolled steps
-  // Steps of a block sum (a divisor of U); chains of the block sum.
+  static constexpr int kMinUnroll = 8;
+  static constexpr int U = U0 * ((kMinUnroll + U0 - 1) / U0);  // unrolled
+  // Steps of a block sum (a divisor of U, even for m16n8k8); chains of the
+  // block sum.
   static constexpr int F = DivisorAtMost(U, 14);
   static constexpr int kChains = T >= 4 ? 1 : 2;
   static constexpr int NS = kChunk / 4 / U * U > 0 ? kChunk / 4 / U* U : U;
@@ -131,7 +145,13 @@ struct TensorShape {
   static constexpr int kYElems = (Pad(kYValues - 1) + 1 + 1) / 2 * 2;
   static constexpr int kWarpElems = kXElems + kYElems;
   static_assert(U % W == 0 && U % kRow == 0 && NS % U == 0, "whole blocks");
+  static_assert(kK == 4 || F % 2 == 0, "m16n8k8 blocks of whole step pairs");
   static_assert(kWarpElems >= TW, "the output staging reuses the chunk");
+  // Blocks an SM the registers must allow (__launch_bounds__), as many as
+  // the shared memory allows where that costs no spill (ptxas -v): T = 1 9
+  // (56 registers), T = 2 7 (72); no cap for m16n8k8's T = 2 (96: it spills
+  // at 80) and for T = 4 (124-128).
+  static constexpr int kMinBlocks = T == 1 ? 9 : T == 2 && kK == 4 ? 7 : 1;
 };
 
 // The offset of step tt's y value (relative to a block's base, below) in the
@@ -149,6 +169,19 @@ __device__ __forceinline__ void Mma(double& d0, double& d1, double a,
       "{%0, %1};\n"
       : "+d"(d0), "+d"(d1)
       : "d"(a), "d"(b));
+}
+
+// D += A B for one lane's fragments of m16n8k8 .f64: rows 0-7 (d0, d1; a0
+// and a2, k 0-3 and 4-7) and rows 8-15 (d2, d3; a1 and a3), B's k 0-3 in
+// b0 and 4-7 in b1.
+__device__ __forceinline__ void Mma16(double& d0, double& d1, double& d2,
+                                      double& d3, double a0, double a1,
+                                      double a2, double a3, double b0,
+                                      double b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+d"(d0), "+d"(d1), "+d"(d2), "+d"(d3)
+      : "d"(a0), "d"(a1), "d"(a2), "d"(a3), "d"(b0), "d"(b1));
 }
 
 // One lane's accumulators: per sub-tile, kChains block sums of 2 outputs and
@@ -200,27 +233,47 @@ __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
   const double* const ylane = ys + (8 * T + 4) * row + kk;
   double ring[W];
   {
-    // a_{-1} .. a_{-(W - 1)}: sub-tile t's A at the chunk's first steps.
+    // a_{-1} .. a_{-(2T - 2)}: sub-tile t's A at the chunk's first steps.
     const double* const ya = ylane + 4 * steps + 4 * (steps / kRow);
 #pragma unroll
-    for (int r = 1; r < W; ++r) ring[PosMod(-r, W)] = ya[YOffset<S>(-r)];
+    for (int r = 1; r <= 2 * T - 2; ++r) {
+      ring[PosMod(-r, W)] = ya[YOffset<S>(-r)];
+    }
   }
+  constexpr int kChains = S::kChains;
   for (int tb = 0; tb < steps; tb += U) {
     const int q = steps - tb;  // a multiple of kRow
     const double* const ya = ylane + 4 * q + 4 * (q / kRow);
     const double* const xp = xb + 4 * tb;
 #pragma unroll
-    for (int tt = 0; tt < U; ++tt) {
+    for (int tt = 0; tt < U; tt += S::kK / 4) {
       if (tt % kRow == 0 && tt > 0 && tt >= q) break;
-      ring[tt % W] = ya[YOffset<S>(tt)];
-      const double b = xp[4 * tt];
-      constexpr int kChains = S::kChains;
+      if constexpr (S::kK == 4) {
+        ring[tt % W] = ya[YOffset<S>(tt)];
+        const double b = xp[4 * tt];
 #pragma unroll
-      for (int t = 0; t < T; ++t) {
-        double(&d)[2] = acc.block[t][tt % kChains];
-        Mma(d[0], d[1], ring[PosMod(tt - 2 * t, W)], b);
+        for (int t = 0; t < T; ++t) {
+          double(&d)[2] = acc.block[t][tt % kChains];
+          Mma(d[0], d[1], ring[PosMod(tt - 2 * t, W)], b);
+        }
+      } else {
+        // Steps tt and tt + 1 of sub-tiles t and t + 1 in one m16n8k8:
+        // sub-tile t's A at step s is a_{s - 2t}.
+        ring[tt % W] = ya[YOffset<S>(tt)];
+        ring[(tt + 1) % W] = ya[YOffset<S>(tt + 1)];
+        const double b0 = xp[4 * tt];
+        const double b1 = xp[4 * tt + 4];
+#pragma unroll
+        for (int t = 0; t < T; t += 2) {
+          double(&d)[2] = acc.block[t][tt / 2 % kChains];
+          double(&e)[2] = acc.block[t + 1][tt / 2 % kChains];
+          Mma16(d[0], d[1], e[0], e[1], ring[PosMod(tt - 2 * t, W)],
+                ring[PosMod(tt - 2 * t - 2, W)],
+                ring[PosMod(tt + 1 - 2 * t, W)],
+                ring[PosMod(tt - 1 - 2 * t, W)], b0, b1);
+        }
       }
-      if (tt % F == F - 1) acc.Flush();
+      if ((tt + S::kK / 4) % F == 0) acc.Flush();
     }
   }
   acc.Flush();  // the last block's partial sums (zeros add nothing)
@@ -271,7 +324,7 @@ __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
 }
 
 template <typename T, class S>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, S::kMinBlocks)
     TensorKernel(const DeviceArgs<T> args) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int lane = threadIdx.x & (kWarpSize - 1);
@@ -290,7 +343,7 @@ absl::Status LaunchConfig(const DeviceArgs<T>& args, cudaStream_t stream) {
   if constexpr (D.tensor == 0) {
     return absl::InternalError("enumerate: not a tensor configuration");
   } else {
-    using S = TensorShape<D.tensor, D.chunk>;
+    using S = TensorShape<D.tensor, D.chunk, D.tensor_k>;
     const void* fn = reinterpret_cast<const void*>(&TensorKernel<T, S>);
     const size_t smem =
         static_cast<size_t>(kWarpsPerBlock) * S::kWarpElems * sizeof(double);

@@ -38,6 +38,9 @@ struct DirectConfigDef {
   // values, every product in double (float values converted): 0 for the
   // warp-cooperative kernel. g, r, sw, q and split are 1 for it.
   int tensor = 0;
+  // Its mma: 4 (m8n8k4, a step of a sub-tile) or 8 (m16n8k8, sm_90: two
+  // steps of two sub-tiles; tensor even).
+  int tensor_k = 4;
 };
 
 // The direct configurations (the template instantiations). Index = config.
@@ -87,6 +90,10 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     {1, 1, 1, 1, false, "dmma t1 (tensor)", 1, 256, 256, 0, 1},
     {1, 1, 1, 1, false, "dmma t2 (tensor)", 1, 288, 288, 0, 2},
     {1, 1, 1, 1, false, "dmma t4 (tensor)", 1, 224, 224, 0, 4},
+    // The same tiles on Hopper's m16n8k8 .f64 (twice the products an
+    // instruction, half the mma's and their operand traffic).
+    {1, 1, 1, 1, false, "dmma k8 t2 (tensor)", 1, 256, 256, 0, 2, 8},
+    {1, 1, 1, 1, false, "dmma k8 t4 (tensor)", 1, 192, 192, 0, 4, 8},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
