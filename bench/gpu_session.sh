@@ -296,14 +296,21 @@ if want enumerate; then
   fi
 fi
 
-# Issue 11, session 10: the tensor-core kernel (enumerate_tensor.cu: dmma t1,
-# t2, t4) beside kAuto at m = 32 to 2048, float and double (batches of about
-# 2^28 products between the peers' sizes, for its routing thresholds); then
-# Nsight Compute on dmma t2 at the issue's two sizes, where ncu is installed.
+# Issue 11, session 10: the tensor-core kernel (enumerate_tensor.cu: all
+# seven configurations at m = 256 and 1024, four elsewhere) beside kAuto at
+# m = 32 to 2048, float and double (batches of about 2^28 products between
+# the peers' sizes, for its routing thresholds); then Nsight Compute on dmma
+# t2 at the issue's two sizes, where ncu is installed.
 if want tensor; then
   specs=""
   for mb in 32:262144 64:65536 128:16384 256:4096 512:1024 1024:256 2048:64; do
-    for ty in float double; do specs="$specs,$ty:$mb:auto,$ty:$mb:dmma"; done
+    for ty in float double; do
+      case $mb in
+        256:*|1024:*) specs="$specs,$ty:$mb:auto,$ty:$mb:dmma" ;;
+        *) for v in auto "dmma t2" "dmma k8 t2" "dmma c2" "dmma k8 c2"; do
+             specs="$specs,$ty:$mb:$v"; done ;;
+      esac
+    done
   done
   timeout 170 ./enumerate_bench --only="${specs#,}" \
     --json="$work/enumerate_tensor.json" > "$work/enumerate_tensor.log" 2>&1

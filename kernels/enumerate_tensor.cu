@@ -116,31 +116,45 @@ constexpr int DivisorAtMost(int n, int cap) {
 // outputs, x chunks of about kChunk values (4 a step), mma's of kK = 4
 // (m8n8k4: one step of one sub-tile) or 8 (m16n8k8: two steps of two
 // sub-tiles) products an output.
-template <int kTiles, int kChunk, int kMmaK>
+// kContiguous: sub-tile t is the 64 consecutive outputs k0 + 64 t + 8 i + n
+// instead of the interleaved rows k0 + 8 T i + 8 t + n, so that each
+// sub-tile runs only the steps of its own j range (the tile's rectangle
+// waste of T = 1), at the price of a longer ring (sub-tile t's A is a_{s -
+// 16 t}).
+template <int kTiles, int kChunk, int kMmaK, bool kContiguous>
 struct TensorShape {
   static constexpr int T = kTiles;
   static constexpr int kK = kMmaK;
+  static constexpr bool kContig = kContiguous;
   static_assert(kK == 4 || (kK == 8 && T % 2 == 0), "m16n8k8: sub-tile pairs");
   static constexpr int TW = 64 * T;  // outputs a tile
-  // A values kept: a_s .. a_{s-2(T-1)}, and a_{s+1} for m16n8k8's second
-  // step.
-  static constexpr int W = kK == 4 ? 2 * T - 1 : 2 * T;
-  // Steps a row of y covers (8 T values, then the 4 of padding): a chunk's
-  // steps are a multiple of it, so that the padding's place is a
+  // y values between a sub-tile's rows (8 T interleaved, 8 contiguous), the
+  // offset of sub-tile t + 1's outputs from sub-tile t's (8 or 64), and
+  // the steps between their A fragments (sub-tile t's A at step s is
+  // a_{s - kSubSteps t}).
+  static constexpr int kRowValues = kContig ? 8 : 8 * T;
+  static constexpr int kSubOffset = kContig ? 64 : 8;
+  static constexpr int kSubSteps = kSubOffset / 4;
+  // A values kept: a_s .. a_{s - kSubSteps (T - 1)}, and a_{s+1} for
+  // m16n8k8's second step.
+  static constexpr int kPreroll = kSubSteps * (T - 1);
+  static constexpr int W = kPreroll + kK / 4;
+  // Steps a row of y covers (kRowValues values, then the 4 of padding): a
+  // chunk's steps are a multiple of it, so that the padding's place is a
   // compile-time offset of the step.
-  static constexpr int kRow = 2 * T;
+  static constexpr int kRow = kRowValues / 4;
   static constexpr int U0 = W / Gcd(W, kRow) * kRow;
   static constexpr int kMinUnroll = 8;
   static constexpr int U = U0 * ((kMinUnroll + U0 - 1) / U0);  // unrolled
   // Steps of a block sum (a divisor of U, even for m16n8k8); chains of the
   // block sum.
-  static constexpr int F = DivisorAtMost(U, 14);
+  static constexpr int F = DivisorAtMost(U, kContig ? 18 : 14);
   static constexpr int kChains = T >= 4 ? 1 : 2;
   static constexpr int NS = kChunk / 4 / U * U > 0 ? kChunk / 4 / U* U : U;
   // The staged chunk: x values [c0 - 3, c0 + 4 NS + 4), y's window of TW +
   // 4 NS - 8 values, padded.
   static constexpr int kYValues = TW + 4 * NS - 8;
-  static constexpr int Pad(int e) { return e + 4 * (e / (8 * T)); }
+  static constexpr int Pad(int e) { return e + 4 * (e / kRowValues); }
   static constexpr int kXElems = (4 * NS + 7 + 1) / 2 * 2;
   static constexpr int kYElems = (Pad(kYValues - 1) + 1 + 1) / 2 * 2;
   static constexpr int kWarpElems = kXElems + kYElems;
@@ -150,8 +164,11 @@ struct TensorShape {
   // Blocks an SM the registers must allow (__launch_bounds__), as many as
   // the shared memory allows where that costs no spill (ptxas -v): T = 1 9
   // (56 registers), T = 2 7 (72); no cap for m16n8k8's T = 2 (96: it spills
-  // at 80) and for T = 4 (124-128).
-  static constexpr int kMinBlocks = T == 1 ? 9 : T == 2 && kK == 4 ? 7 : 1;
+  // at 80), T = 4 (124-128) and the contiguous sub-tiles' rings (116 and
+  // 148; 96 spills).
+  static constexpr int kMinBlocks = T == 1                          ? 9
+                                    : T == 2 && kK == 4 && !kContig ? 7
+                                                                    : 1;
 };
 
 // The offset of step tt's y value (relative to a block's base, below) in the
@@ -219,10 +236,31 @@ struct TensorAccumulators {
 };
 
 // The steps of one staged chunk (`steps`, a multiple of kRow).
+// Contiguous sub-tiles: the steps of sub-tile t (m16n8k8: of the pair t, t
+// + 1, t even), relative to the chunk's first step: lo[t] .. lo[t] +
+// span[t], none where span[t] < 0. Steps outside them add exact zeros (their
+// pairs lie outside the operands), so skipping them changes no bit.
+template <class S>
+struct ActiveSteps {
+  int lo[S::T];
+  int span[S::T];
+  // Whether sub-tile t (or the pair t, t + 1) has work at step s (or s + 1).
+  __device__ __forceinline__ bool Any(int t, int s) const {
+    if constexpr (!S::kContig) {
+      return true;
+    } else {
+      constexpr int kLast = S::kK / 4 - 1;  // the mma's last step past s
+      return span[t] >= 0 && static_cast<unsigned>(s + kLast - lo[t]) <=
+                                 static_cast<unsigned>(span[t] + kLast);
+    }
+  }
+};
+
 template <class S>
 __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
                                              const double* xs, const double* ys,
-                                             int steps, int lane) {
+                                             int steps, int lane,
+                                             const ActiveSteps<S>& active) {
   constexpr int T = S::T, W = S::W, U = S::U, F = S::F, kRow = S::kRow;
   const int row = lane >> 2, kk = lane & 3;
   // B_s: x at 4 s + 3 + n - kk, n = lane / 4.
@@ -230,13 +268,13 @@ __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
   // A: a_s is y at Pad(8 T row + kk + 4 (steps - 1 - s)) = (8 T + 4) row +
   // kk + Pad(4 (steps - 1 - s)) (the row's padding, and the step's: 4 (...)
   // is a multiple of 4 and kk < 4).
-  const double* const ylane = ys + (8 * T + 4) * row + kk;
+  const double* const ylane = ys + (S::kRowValues + 4) * row + kk;
   double ring[W];
   {
-    // a_{-1} .. a_{-(2T - 2)}: sub-tile t's A at the chunk's first steps.
+    // a_{-1} .. a_{-kPreroll}: sub-tile t's A at the chunk's first steps.
     const double* const ya = ylane + 4 * steps + 4 * (steps / kRow);
 #pragma unroll
-    for (int r = 1; r <= 2 * T - 2; ++r) {
+    for (int r = 1; r <= S::kPreroll; ++r) {
       ring[PosMod(-r, W)] = ya[YOffset<S>(-r)];
     }
   }
@@ -253,24 +291,27 @@ __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
         const double b = xp[4 * tt];
 #pragma unroll
         for (int t = 0; t < T; ++t) {
+          if (!active.Any(t, tb + tt)) continue;  // warp-uniform
           double(&d)[2] = acc.block[t][tt % kChains];
-          Mma(d[0], d[1], ring[PosMod(tt - 2 * t, W)], b);
+          Mma(d[0], d[1], ring[PosMod(tt - S::kSubSteps * t, W)], b);
         }
       } else {
         // Steps tt and tt + 1 of sub-tiles t and t + 1 in one m16n8k8:
-        // sub-tile t's A at step s is a_{s - 2t}.
+        // sub-tile t's A at step s is a_{s - kSubSteps t}.
         ring[tt % W] = ya[YOffset<S>(tt)];
         ring[(tt + 1) % W] = ya[YOffset<S>(tt + 1)];
         const double b0 = xp[4 * tt];
         const double b1 = xp[4 * tt + 4];
+        constexpr int kS = S::kSubSteps;
 #pragma unroll
         for (int t = 0; t < T; t += 2) {
+          if (!active.Any(t, tb + tt)) continue;  // warp-uniform
           double(&d)[2] = acc.block[t][tt / 2 % kChains];
           double(&e)[2] = acc.block[t + 1][tt / 2 % kChains];
-          Mma16(d[0], d[1], e[0], e[1], ring[PosMod(tt - 2 * t, W)],
-                ring[PosMod(tt - 2 * t - 2, W)],
-                ring[PosMod(tt + 1 - 2 * t, W)],
-                ring[PosMod(tt - 1 - 2 * t, W)], b0, b1);
+          Mma16(d[0], d[1], e[0], e[1], ring[PosMod(tt - kS * t, W)],
+                ring[PosMod(tt - kS * (t + 1), W)],
+                ring[PosMod(tt + 1 - kS * t, W)],
+                ring[PosMod(tt + 1 - kS * (t + 1), W)], b0, b1);
         }
       }
       if ((tt + S::kK / 4) % F == 0) acc.Flush();
@@ -289,6 +330,32 @@ __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
   double* const ys = smem + S::kXElems;
   TensorAccumulators<S> acc;
   acc.Clear();
+  // Contiguous sub-tiles: sub-tile t's steps of the tile, from the last
+  // base c <= jlo_t - 4 to the first c >= jhi_t (none past the result), and
+  // for m16n8k8 the union of each pair's in its first.
+  int lo[S::T], hi[S::T];
+  if constexpr (S::kContig) {
+    const int64_t LX = g.x.len, LY = g.y.len;
+#pragma unroll
+    for (int t = 0; t < S::T; ++t) {
+      const int64_t k = g.k0 + S::kSubOffset * t;
+      const int64_t jlo = k - LY + 1 > 0 ? k - LY + 1 : 0;
+      const int64_t jhi = k + 63 < LX - 1 ? k + 63 : LX - 1;
+      lo[t] = static_cast<int>((jlo - g.jlo) / 4);
+      hi[t] = k < g.K ? static_cast<int>((jhi - g.jlo + 7) / 4) : lo[t] - 1;
+    }
+    if constexpr (S::kK == 8) {
+#pragma unroll
+      for (int t = 0; t < S::T; t += 2) {
+        if (hi[t + 1] >= lo[t + 1]) {  // (sub-tile t is never past the end
+                                       // where t + 1 is not)
+          lo[t] = lo[t] < lo[t + 1] ? lo[t] : lo[t + 1];
+          hi[t] = hi[t] > hi[t + 1] ? hi[t] : hi[t + 1];
+        }
+      }
+    }
+  }
+  int step0 = 0;  // the chunk's first step in the tile
   for (int64_t c0 = g.jlo - 4; c0 < g.jhi + 4;) {
     const int64_t rest = (g.jhi - c0 + 3) / 4 + 1;
     const int steps =
@@ -303,19 +370,28 @@ __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
         args, g.y, g.k0 - c0 - 4 * (steps - 1), S::TW + 4 * steps - 8, lane,
         [&](int i, double v) { ys[S::Pad(i)] = v; });
     __syncwarp();
-    ComputeChunk<S>(acc, xs, ys, steps, lane);
+    ActiveSteps<S> active;
+    if constexpr (S::kContig) {
+#pragma unroll
+      for (int t = 0; t < S::T; ++t) {
+        active.lo[t] = lo[t] - step0;
+        active.span[t] = hi[t] - lo[t];
+      }
+    }
+    ComputeChunk<S>(acc, xs, ys, steps, lane, active);
     c0 += 4 * steps;
+    step0 += steps;
   }
-  // Output (t, i, n) = k0 + 8 T i + 8 t + n; lane l holds i = l / 4, n =
-  // 2 (l % 4) + c.
+  // Output (t, i, n) = k0 + kRowValues i + kSubOffset t + n; lane l holds
+  // i = l / 4, n = 2 (l % 4) + c.
   __syncwarp();
   double* const staged = smem;
 #pragma unroll
   for (int t = 0; t < S::T; ++t) {
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
-      staged[8 * S::T * (lane >> 2) + 8 * t + 2 * (lane & 3) + c] =
-          acc.total[t][c];
+      staged[S::kRowValues * (lane >> 2) + S::kSubOffset * t + 2 * (lane & 3) +
+             c] = acc.total[t][c];
     }
   }
   __syncwarp();
@@ -343,7 +419,7 @@ absl::Status LaunchConfig(const DeviceArgs<T>& args, cudaStream_t stream) {
   if constexpr (D.tensor == 0) {
     return absl::InternalError("enumerate: not a tensor configuration");
   } else {
-    using S = TensorShape<D.tensor, D.chunk, D.tensor_k>;
+    using S = TensorShape<D.tensor, D.chunk, D.tensor_k, D.tensor_contiguous>;
     const void* fn = reinterpret_cast<const void*>(&TensorKernel<T, S>);
     const size_t smem =
         static_cast<size_t>(kWarpsPerBlock) * S::kWarpElems * sizeof(double);

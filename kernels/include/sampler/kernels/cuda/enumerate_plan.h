@@ -41,6 +41,9 @@ struct DirectConfigDef {
   // Its mma: 4 (m8n8k4, a step of a sub-tile) or 8 (m16n8k8, sm_90: two
   // steps of two sub-tiles; tensor even).
   int tensor_k = 4;
+  // Its sub-tiles: interleaved rows (false), or 64 consecutive outputs each,
+  // each running only its own j range's steps (true).
+  bool tensor_contiguous = false;
 };
 
 // The direct configurations (the template instantiations). Index = config.
@@ -94,6 +97,10 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     // instruction, half the mma's and their operand traffic).
     {1, 1, 1, 1, false, "dmma k8 t2 (tensor)", 1, 256, 256, 0, 2, 8},
     {1, 1, 1, 1, false, "dmma k8 t4 (tensor)", 1, 192, 192, 0, 4, 8},
+    // Contiguous sub-tiles (each its own steps: at m = 256, 1.24x fewer
+    // mma's than t2's interleaved rows), m8n8k4 and m16n8k8.
+    {1, 1, 1, 1, false, "dmma c2 (tensor)", 1, 288, 288, 0, 2, 4, true},
+    {1, 1, 1, 1, false, "dmma k8 c2 (tensor)", 1, 288, 288, 0, 2, 8, true},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
