@@ -321,13 +321,18 @@ void RunCase(const Case& c, const std::vector<Variant>& variants,
 // plus the lecture's one-output-per-warp kernel as the baseline up to m =
 // 1024 at the peers' batch sizes.
 // named: the case was named by --only (every tensor configuration is
-// worth a row there; in the full run, at the peers' batches only).
+// worth a row there; in the full run, the m16n8k8 ones that kAuto takes, at
+// the m = 256 and 1024 only).
 bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch, bool named) {
   const int g = c.group_lanes, r = c.outputs;
   const bool peers_batch =
       (m == 32) || (m == 256 && batch == 4096) || (m == 1024 && batch == 256);
   // The tensor-core kernel from m = 32 on (its routing thresholds).
-  if (c.tensor_tiles > 0) return m >= 32 && (named || peers_batch);
+  if (c.tensor_tiles > 0) {
+    return m >= 32 &&
+           (named || (peers_batch && m >= 256 &&
+                      std::string(c.name).rfind("dmma k8 t", 0) == 0));
+  }
   if (g == 32) return m <= 1024 && peers_batch;
   // Session 9's: split tiles for m = 1024's few tiles, sub-warps with long
   // chunks for m = 256's tile waste.
@@ -436,6 +441,7 @@ int Main(int argc, char** argv) {
       {256, 16384},       {1024, 256},       {1024, 2048},
       {4096, 128},        {16384, 16},       {64, 65536, true},
       {128, 16384, true}, {512, 1024, true}, {2048, 64, true},
+      {48, 131072, true},
   };
   // The --only specs naming a case and type (all when there are none), and
   // whether one of them keeps a variant (its name prefix).

@@ -297,17 +297,22 @@ if want enumerate; then
 fi
 
 # Issue 11, session 10: the tensor-core kernel (enumerate_tensor.cu: all
-# seven configurations at m = 256 and 1024, four elsewhere) beside kAuto at
-# m = 32 to 2048, float and double (batches of about 2^28 products between
-# the peers' sizes, for its routing thresholds); then Nsight Compute on dmma
-# t2 at the issue's two sizes, where ncu is installed.
+# seven configurations at m = 256 and 1024; t2, k8 t2 (and k8 t4, g1r7s4
+# from 512) elsewhere) beside kAuto (which takes dmma t2 for 41-64, k8 t2 /
+# k8 t4 for double products from 65, k8 t4 for float 769-1536) at m = 48 to
+# 4096, float and double (batches of about 2^28 products between the peers'
+# sizes, for the routing thresholds); then Nsight Compute on dmma t2 at the
+# issue's two sizes, where ncu is installed.
 if want tensor; then
   specs=""
-  for mb in 32:262144 64:65536 128:16384 256:4096 512:1024 1024:256 2048:64; do
+  for mb in 48:131072 64:65536 128:16384 256:4096 512:1024 1024:256 2048:64 \
+    4096:128; do
     for ty in float double; do
       case $mb in
         256:*|1024:*) specs="$specs,$ty:$mb:auto,$ty:$mb:dmma" ;;
-        *) for v in auto "dmma t2" "dmma k8 t2" "dmma c2" "dmma k8 c2"; do
+        48:*|64:*|128:*) for v in auto "dmma t2" "dmma k8 t2"; do
+             specs="$specs,$ty:$mb:$v"; done ;;
+        *) for v in auto "dmma t2" "dmma k8 t2" "dmma k8 t4" g1r7s4; do
              specs="$specs,$ty:$mb:$v"; done ;;
       esac
     done

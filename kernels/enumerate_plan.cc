@@ -37,20 +37,32 @@ namespace enumerate_internal {
 // Thresholds measured in bench/results/enumerate-kernel.md; from 65 on,
 // session 9's mid-session run on an H100 (Mpairs/s, float products / double
 // products): 65 to 512 g1r5x2 (long) for float (m = 256: 89.6 against g1r5's
-// 84.3 at B = 4096, 117.2 against 104.9 at 16,384), g1r5 for double (61.8
-// and 74.3, the best or within 1.5%); 513 to 2048 g1r7s4, split tiles (m =
-// 1024, B = 256: 7.35 against g1r7's 6.39, and double 5.18 against 4.24; at
-// B = 2048 float loses 10%, 10.2 against 11.2, the price of the issue's B =
-// 256); 2049 to 4096 split tiles too (m = 4096, B = 128: float g1r7s4 0.83,
-// double g1r9s4 0.52, against g2r15's 0.66 and 0.44); longer g2r15.
+// 84.3 at B = 4096, 117.2 against 104.9 at 16,384); 513 to 2048 g1r7s4, split
+// tiles (m = 1024, B = 256: 7.35 against g1r7's 6.39; at B = 2048 float loses
+// 10%, 10.2 against 11.2, the price of the issue's B = 256); 2049 to 4096
+// split tiles too (m = 4096, B = 128: float g1r7s4 0.83, against g2r15's
+// 0.66); longer g2r15. Session 10's mid-session run (H100, the tensor-core
+// kernel, every product in double, so one choice for both types where it
+// wins): 41 to 64 dmma t2 (m = 64, B = 65,536: float 722 against g1r3q2's
+// 405, double 614 against 328); double products 65 to 192 dmma k8 t2 (m =
+// 128: 206 against g1r5's 178), 193 to 4096 dmma k8 t4 (m = 256: 83.0
+// against 61.1; m = 1024: 7.88 against g1r7s4's 5.09; at m = 512 and 2048
+// k8 t2 already wins, 22.6 against 16.2 and 1.76 against 1.27); float
+// products 769 to 1536 dmma k8 t4 (m = 1024: 7.34 against 6.92; at m = 256,
+// 512 and 2048 the warp-cooperative kernel is as fast or faster).
 int AutoLinearConfig(int64_t lx, int64_t ly, bool f32) {
   (void)ly;
-  if (lx <= 40) return 1;                // g1r5x2q1: two problems per warp
-  if (lx <= 64) return 2;                // g1r3q2
-  if (lx <= 512) return f32 ? 13 : 4;    // g1r5x2 (long) / g1r5
-  if (lx <= 2048) return 16;             // g1r7s4 (split)
-  if (lx <= 4096) return f32 ? 16 : 18;  // g1r7s4 / g1r9s4 (split)
-  return 9;                              // g2r15
+  if (lx <= 40) return 1;  // g1r5x2q1: two problems per warp
+  if (lx <= 64) return kTensorT2;
+  if (f32) {
+    if (lx <= 512) return 13;                        // g1r5x2 (long)
+    if (lx > 768 && lx <= 1536) return kTensorK8T4;  // dmma k8 t4
+    if (lx <= 4096) return 16;                       // g1r7s4 (split)
+    return 9;                                        // g2r15
+  }
+  if (lx <= 192) return kTensorK8T2;
+  if (lx <= 4096) return kTensorK8T4;
+  return 9;  // g2r15
 }
 
 // Every size the pair kernel fits. By count of instructions it issues less

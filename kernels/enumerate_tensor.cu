@@ -75,7 +75,11 @@
 // / SM x 256 x 132 SMs x 1.75 GHz / (1.6 x 65,536) = 141 Mpairs/s (the direct
 // kernel: 84-89). m = 1024: 1.13x waste, about 200 Mpairs/s x (65,536 /
 // 1,048,576) / 1.13 x 1.6 = 12 Mpairs/s (direct: 7.3); float and double the
-// same (the staging reads float or double, the rest is double).
+// same (the staging reads float or double, the rest is double). Measured
+// (session 10, H100): well below that, the mma pipe 23-38% busy; the
+// m16n8k8 tiles of 256 outputs (fewest instructions and shared loads a
+// product) the fastest: m = 256 83-86, m = 1024 7.3-7.9 Mpairs/s (kAuto
+// takes them for double products from 193 on, float 769-1536).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -97,6 +101,11 @@ namespace {
 constexpr int kWarpsPerBlock = 4;  // warps are independent
 constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
 constexpr int kMaxBlocks = 1 << 20;
+// Loads a lane has in flight while staging a chunk: a tile's chunk is
+// 400-700 values (13-22 a lane), so 8 make its x and y three round trips to
+// memory instead of six (the mid-session run: 17% of the mma peak at m =
+// 256, where a tile has one or two chunks and waits on them).
+constexpr int kStageInFlight = 8;
 
 constexpr int Gcd(int a, int b) { return b == 0 ? a : Gcd(b, a % b); }
 // a / b rounded down, for a of either sign (b > 0).
@@ -164,8 +173,8 @@ struct TensorShape {
   // Blocks an SM the registers must allow (__launch_bounds__), as many as
   // the shared memory allows where that costs no spill (ptxas -v): T = 1 9
   // (56 registers), T = 2 7 (72); no cap for m16n8k8's T = 2 (96: it spills
-  // at 80), T = 4 (124-128) and the contiguous sub-tiles' rings (116 and
-  // 148; 96 spills).
+  // at 80), T = 4 (120-128; m16n8k8 spills at 5 blocks) and the contiguous
+  // sub-tiles' rings (115 and 144; 96 spills).
   static constexpr int kMinBlocks = T == 1                          ? 9
                                     : T == 2 && kK == 4 && !kContig ? 7
                                                                     : 1;
@@ -363,10 +372,10 @@ __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
             ? S::NS
             : static_cast<int>((rest + S::kRow - 1) / S::kRow * S::kRow);
     __syncwarp();
-    ForOperandRange<kWarpSize, 4, double>(args, g.x, c0 - 3, 4 * steps + 7,
-                                          lane,
-                                          [&](int i, double v) { xs[i] = v; });
-    ForOperandRange<kWarpSize, 4, double>(
+    ForOperandRange<kWarpSize, kStageInFlight, double>(
+        args, g.x, c0 - 3, 4 * steps + 7, lane,
+        [&](int i, double v) { xs[i] = v; });
+    ForOperandRange<kWarpSize, kStageInFlight, double>(
         args, g.y, g.k0 - c0 - 4 * (steps - 1), S::TW + 4 * steps - 8, lane,
         [&](int i, double v) { ys[S::Pad(i)] = v; });
     __syncwarp();

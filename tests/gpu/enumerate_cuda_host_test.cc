@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -89,15 +90,15 @@ using enumerate_internal::TileOutputs;
 // only, at the thresholds of bench/results/enumerate-kernel.md, and names a
 // compiled configuration.
 TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
-  // Float products' choice.
-  const std::vector<std::pair<int64_t, int>> linear = {
-      {1, 1},    {40, 1},    {41, 2},    {64, 2},    {65, 13},  {512, 13},
-      {513, 16}, {2048, 16}, {2049, 16}, {4096, 16}, {4097, 9}, {1 << 20, 9}};
-  for (const auto& [lx, config] : linear) {
-    // Double products: g1r5 for 65..512, g1r9s4 for 2049..4096.
-    const int f64 = lx > 64 && lx <= 512      ? 4
-                    : lx > 2048 && lx <= 4096 ? 18
-                                              : config;
+  // Float products' choice, and double products' (the tensor-core kernel
+  // from 65 on, up to 4096).
+  const std::vector<std::tuple<int64_t, int, int>> linear = {
+      {1, 1, 1},      {40, 1, 1},     {41, 22, 22},   {64, 22, 22},
+      {65, 13, 24},   {192, 13, 24},  {193, 13, 25},  {512, 13, 25},
+      {513, 16, 25},  {768, 16, 25},  {769, 25, 25},  {1536, 25, 25},
+      {1537, 16, 25}, {2048, 16, 25}, {4096, 16, 25}, {4097, 9, 9},
+      {1 << 20, 9, 9}};
+  for (const auto& [lx, config, f64] : linear) {
     for (int64_t ly : {lx, 2 * lx + 7, int64_t{1} << 22}) {
       EXPECT_EQ(AutoLinearConfig(lx, ly, true), config) << lx << " x " << ly;
       EXPECT_EQ(AutoLinearConfig(lx, ly, false), f64) << lx << " x " << ly;
@@ -105,6 +106,9 @@ TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
     EXPECT_LT(config, kNumDirectConfigs);
     EXPECT_LT(f64, kNumDirectConfigs);
   }
+  EXPECT_STREQ(EnumerateDirectConfigs()[22].name, "dmma t2 (tensor)");
+  EXPECT_STREQ(EnumerateDirectConfigs()[24].name, "dmma k8 t2 (tensor)");
+  EXPECT_STREQ(EnumerateDirectConfigs()[25].name, "dmma k8 t4 (tensor)");
   EXPECT_STREQ(EnumerateDirectConfigs()[13].name, "g1r5x2 (long)");
   EXPECT_STREQ(EnumerateDirectConfigs()[16].name, "g1r7s4 (split)");
   EXPECT_STREQ(EnumerateDirectConfigs()[18].name, "g1r9s4 (split)");

@@ -104,6 +104,18 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
+// The tensor-core configurations kAuto takes (AutoLinearConfig).
+inline constexpr int kTensorT2 = 22;    // dmma t2
+inline constexpr int kTensorK8T2 = 24;  // dmma k8 t2
+inline constexpr int kTensorK8T4 = 25;  // dmma k8 t4
+static_assert(kDirectConfigDefs[kTensorT2].tensor == 2 &&
+                  kDirectConfigDefs[kTensorT2].tensor_k == 4 &&
+                  !kDirectConfigDefs[kTensorT2].tensor_contiguous &&
+                  kDirectConfigDefs[kTensorK8T2].tensor == 2 &&
+                  kDirectConfigDefs[kTensorK8T2].tensor_k == 8 &&
+                  kDirectConfigDefs[kTensorK8T4].tensor == 4 &&
+                  kDirectConfigDefs[kTensorK8T4].tensor_k == 8,
+              "kAuto's tensor configurations");
 
 // Log-space configurations: G members per output, NG outputs per tile
 // (kLog); the extended-range kernel (kExtended) takes the same G's, with
