@@ -101,11 +101,6 @@ namespace {
 constexpr int kWarpsPerBlock = 4;  // warps are independent
 constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
 constexpr int kMaxBlocks = 1 << 20;
-// Loads a lane has in flight while staging a chunk: a tile's chunk is
-// 400-700 values (13-22 a lane), so 8 make its x and y three round trips to
-// memory instead of six (the mid-session run: 17% of the mma peak at m =
-// 256, where a tile has one or two chunks and waits on them).
-constexpr int kStageInFlight = 8;
 
 constexpr int Gcd(int a, int b) { return b == 0 ? a : Gcd(b, a % b); }
 // a / b rounded down, for a of either sign (b > 0).
@@ -175,6 +170,12 @@ struct TensorShape {
   // (56 registers), T = 2 7 (72); no cap for m16n8k8's T = 2 (96: it spills
   // at 80), T = 4 (120-128; m16n8k8 spills at 5 blocks) and the contiguous
   // sub-tiles' rings (115 and 144; 96 spills).
+  // Loads a lane has in flight while staging a chunk: a tile's chunk is
+  // 400-700 values (13-22 a lane), so 8 make its x and y three round trips
+  // to memory instead of six, and 16 (T = 4, within its registers) two (the
+  // mid-session run: 13 G warp-steps/s whatever the tile, the mma pipe 23-38%
+  // busy: the tiles wait on their one or two chunks).
+  static constexpr int kStageInFlight = T == 4 ? 16 : 8;
   static constexpr int kMinBlocks = T == 1                          ? 9
                                     : T == 2 && kK == 4 && !kContig ? 7
                                                                     : 1;
@@ -372,10 +373,10 @@ __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
             ? S::NS
             : static_cast<int>((rest + S::kRow - 1) / S::kRow * S::kRow);
     __syncwarp();
-    ForOperandRange<kWarpSize, kStageInFlight, double>(
+    ForOperandRange<kWarpSize, S::kStageInFlight, double>(
         args, g.x, c0 - 3, 4 * steps + 7, lane,
         [&](int i, double v) { xs[i] = v; });
-    ForOperandRange<kWarpSize, kStageInFlight, double>(
+    ForOperandRange<kWarpSize, S::kStageInFlight, double>(
         args, g.y, g.k0 - c0 - 4 * (steps - 1), S::TW + 4 * steps - 8, lane,
         [&](int i, double v) { ys[S::Pad(i)] = v; });
     __syncwarp();

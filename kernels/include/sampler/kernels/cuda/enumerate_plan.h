@@ -94,9 +94,10 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     {1, 1, 1, 1, false, "dmma t2 (tensor)", 1, 288, 288, 0, 2},
     {1, 1, 1, 1, false, "dmma t4 (tensor)", 1, 224, 224, 0, 4},
     // The same tiles on Hopper's m16n8k8 .f64 (twice the products an
-    // instruction, half the mma's and their operand traffic).
+    // instruction, half the mma's and their operand traffic); k8 t4 stages
+    // chunks of 72 steps, so that a tile at m = 256 waits on one staging.
     {1, 1, 1, 1, false, "dmma k8 t2 (tensor)", 1, 256, 256, 0, 2, 8},
-    {1, 1, 1, 1, false, "dmma k8 t4 (tensor)", 1, 192, 192, 0, 4, 8},
+    {1, 1, 1, 1, false, "dmma k8 t4 (tensor)", 1, 288, 288, 0, 4, 8},
     // Contiguous sub-tiles (each its own steps: at m = 256, 1.24x fewer
     // mma's than t2's interleaved rows), m8n8k4 and m16n8k8.
     {1, 1, 1, 1, false, "dmma c2 (tensor)", 1, 288, 288, 0, 2, 4, true},
