@@ -55,7 +55,9 @@
 // fixed order (a function of the tile only). The tensor-core configurations
 // (tensor_tiles > 0, enumerate_tensor.cu) run a tile as small Toeplitz
 // matrix products on the FP64 tensor cores (mma.sync), every product in
-// double for float and double problems alike.
+// double for float and double problems alike; kAuto takes them where they
+// were measured faster (AutoLinearConfig, enumerate_plan.h), their mma's
+// order fixed by the chip (the same bits on a given GPU model).
 //
 // Accuracy against the long double reference, per element where the
 // reference is not zero (the tests check these): linear space, float:
