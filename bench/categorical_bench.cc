@@ -97,11 +97,50 @@ double Median(std::vector<float> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The label suffix of a benchmark-only variant (Bench::Time's `variant`).
-const char* VariantSuffix(CategoricalKernel kernel, bool variant) {
-  if (!variant) return "";
-  if (kernel == CategoricalKernel::kWarpTiles) return "-ef";
-  return kernel == CategoricalKernel::kBlockRow ? "-2x" : "-cap";
+// A benchmark-only variant of a kernel (Bench::Time).
+enum class Variant {
+  kNone,
+  // The register-capped instances of kButterfly ("-cap"), kWarpTiles's
+  // evict-first second pass ("-ef"), kBlockRow with twice the warps a block
+  // ("-2x").
+  kAlternate,
+  // kBlockRow with 2, 4 or 8 times the planner's blocks a row
+  // (ReplanBlockRowCtas, at most 16): smaller chunks, so more rows in flight
+  // an SM ("-c2x", "-c4x", "-c8x").
+  kSplit2,
+  kSplit4,
+  kSplit8,
+  // kBlockRow taking a row's draws (at most 4) by one warp together
+  // (CategoricalPlan::block_row_warp_draws, "-wd").
+  kWarpDraws,
+};
+
+// The label suffix of a variant.
+const char* VariantSuffix(CategoricalKernel kernel, Variant variant) {
+  switch (variant) {
+    case Variant::kNone:
+      return "";
+    case Variant::kAlternate:
+      if (kernel == CategoricalKernel::kWarpTiles) return "-ef";
+      return kernel == CategoricalKernel::kBlockRow ? "-2x" : "-cap";
+    case Variant::kSplit2:
+      return "-c2x";
+    case Variant::kSplit4:
+      return "-c4x";
+    case Variant::kSplit8:
+      return "-c8x";
+    case Variant::kWarpDraws:
+      return "-wd";
+  }
+  return "";
+}
+
+// The factor of a split variant's blocks a row (1 for the others).
+int SplitFactor(Variant variant) {
+  return variant == Variant::kSplit2   ? 2
+         : variant == Variant::kSplit4 ? 4
+         : variant == Variant::kSplit8 ? 8
+                                       : 1;
 }
 
 // The most warps a block-row block takes (kernels/categorical_block_row.h,
@@ -166,11 +205,14 @@ class Bench {
   // `only_rows` > 0 times that many rows instead (at most what fits).
   // `variant`: the kernel's benchmark-only variant, the register-capped
   // instances of kButterfly ("-cap"), kWarpTiles's evict-first second
-  // pass ("-ef") or kBlockRow with twice the warps a block ("-2x", at most
+  // pass ("-ef"), kBlockRow with twice the warps a block ("-2x", at most
   // 32: 512 values a warp instead of 1,024; whether a row's time follows
-  // its values a warp, session 9's open question).
+  // its values a warp, session 9's open question) or kBlockRow's split
+  // rows ("-c2x" ...: session 10, more rows in flight an SM at K = 16,384
+  // and past it, where two 64 KiB buffers allow one block an SM) or its
+  // warp-wide draws ("-wd", session 10).
   template <typename T>
-  absl::StatusOr<Result> Time(CategoricalKernel kernel, bool variant,
+  absl::StatusOr<Result> Time(CategoricalKernel kernel, Variant variant,
                               WeightKind kind, int64_t k, int32_t draws,
                               double copy_tb, int64_t only_rows = 0) {
     const int64_t fit = static_cast<int64_t>(bytes_ / sizeof(T)) / k;
@@ -183,15 +225,21 @@ class Bench {
                                 .status());
     SAMPLER_RETURN_IF_ERROR(builder.Finish());
     CategoricalPlan& plan = builder.mutable_plan();
+    const bool alternate = variant == Variant::kAlternate;
     if (kernel == CategoricalKernel::kWarpTiles) {
-      plan.warp_tiles_evict_first = variant;
+      plan.warp_tiles_evict_first = alternate;
     } else if (kernel == CategoricalKernel::kBlockRow) {
-      if (variant) {
+      if (alternate) {
         plan.block_row_warps =
             std::min(2 * plan.block_row_warps, kBlockRowLargestWarps);
       }
+      plan.block_row_warp_draws = variant == Variant::kWarpDraws;
+      if (SplitFactor(variant) > 1) {
+        SAMPLER_RETURN_IF_ERROR(ReplanBlockRowCtas(
+            k, SplitFactor(variant) * plan.block_row_ctas, &plan));
+      }
     } else {
-      plan.register_cap = variant;
+      plan.register_cap = alternate;
     }
     std::vector<StagedBatch> staged;
     for (int i = 0; i < kBuffers; ++i) {
@@ -280,6 +328,17 @@ constexpr int64_t kLaneGroupsLargestK = 256;
 // And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
 constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
 
+// The block-row split variants measured at K (float32): those whose blocks a
+// row stay at most 16, from K = 4,096 (a block of 4 warps) on; the planner
+// gives 1 block a row up to 16,384, 2 up to 2^15, 8 at 2^17.
+std::vector<Variant> BlockRowSplits(int64_t k) {
+  if (k < 4096) return {};
+  if (k <= 8192) return {Variant::kSplit2, Variant::kSplit4};
+  if (k <= 32768) return {Variant::kSplit2, Variant::kSplit4, Variant::kSplit8};
+  if (k == int64_t{1} << 17) return {Variant::kSplit2};
+  return {};
+}
+
 int Main(int argc, char** argv) {
   bool quick = false;
   bool issue = false;  // --issue: issue 11's table only
@@ -306,7 +365,8 @@ int Main(int argc, char** argv) {
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
-          "block-row|block-row-2x]\n",
+          "block-row|block-row-2x|block-row-c2x|block-row-c4x|"
+          "block-row-c8x|block-row-wd]\n",
           argv[0]);
       return 2;
     }
@@ -332,18 +392,27 @@ int Main(int argc, char** argv) {
 
   std::vector<Result> results;
   const auto run = [&](auto tag, CategoricalKernel kernel, WeightKind kind,
-                       int64_t k, int32_t draws, bool cap = false,
+                       int64_t k, int32_t draws,
+                       Variant variant = Variant::kNone,
                        int64_t only_rows = 0) {
     using T = decltype(tag);
-    const std::string label =
-        absl::StrCat(CategoricalKernelName(kernel), VariantSuffix(kernel, cap));
+    const std::string label = absl::StrCat(CategoricalKernelName(kernel),
+                                           VariantSuffix(kernel, variant));
     if ((only_k != 0 && k != only_k) ||
         (only_draws != 0 && draws != only_draws) ||
         (!only_kernel.empty() && label != only_kernel)) {
       return;
     }
     absl::StatusOr<Result> r =
-        bench.Time<T>(kernel, cap, kind, k, draws, *copy, only_rows);
+        bench.Time<T>(kernel, variant, kind, k, draws, *copy, only_rows);
+    if (!r.ok() && SplitFactor(variant) > 1) {
+      // A split the device cannot hold (a cluster of 16 that no GPC
+      // schedules, say): say so and go on.
+      std::printf("%s K=%lld D=%d skipped: %s\n", label.c_str(),
+                  static_cast<long long>(k), draws,
+                  std::string(r.status().message()).c_str());
+      return;
+    }
     BENCH_CHECK(r.status());
     Print(*r);
     results.push_back(*r);
@@ -384,7 +453,7 @@ int Main(int argc, char** argv) {
         }
         if (k >= 4096 && k <= kWarpTilesLargestK) {  // lever 2's candidate
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
-              draws, true);
+              draws, Variant::kAlternate);
         }
         if (k > kLaneGroupsLargestK && k <= block_row_largest_k) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
@@ -393,7 +462,15 @@ int Main(int argc, char** argv) {
         if (k > kLaneGroupsLargestK && k <= block_row_largest_k &&
             (k <= 16384 || k == 131072)) {  // twice the warps
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
-              draws, true);
+              draws, Variant::kAlternate);
+        }
+        for (Variant split : BlockRowSplits(k)) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, split);
+        }
+        if (k > kLaneGroupsLargestK && k <= 16384 && draws <= 4) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, Variant::kWarpDraws);
         }
       }
     }
@@ -405,7 +482,12 @@ int Main(int argc, char** argv) {
         for (CategoricalKernel kernel :
              {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit,
               CategoricalKernel::kBlockRow}) {
-          run(float{}, kernel, WeightKind::kWeights, k, draws, false, kFewRows);
+          run(float{}, kernel, WeightKind::kWeights, k, draws, Variant::kNone,
+              kFewRows);
+        }
+        for (Variant split : BlockRowSplits(k)) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, split, kFewRows);
         }
       }
     }
@@ -413,8 +495,12 @@ int Main(int argc, char** argv) {
     for (CategoricalKernel kernel :
          {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit,
           CategoricalKernel::kBlockRow}) {
-      run(float{}, kernel, WeightKind::kLogits, int64_t{1} << 17, 1, false,
-          kFewRows);
+      run(float{}, kernel, WeightKind::kLogits, int64_t{1} << 17, 1,
+          Variant::kNone, kFewRows);
+    }
+    for (Variant split : BlockRowSplits(int64_t{1} << 17)) {
+      run(float{}, CategoricalKernel::kBlockRow, WeightKind::kLogits,
+          int64_t{1} << 17, 1, split, kFewRows);
     }
   };
   if (issue) {
@@ -431,7 +517,7 @@ int Main(int argc, char** argv) {
       }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
-          true);
+          Variant::kAlternate);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k, 1);

@@ -6,9 +6,9 @@
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
 # service floor multi wire pb small smallprof plan crossover upload unary
-# categorical enumerate.
+# categorical catblock enumerate.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical enumerate}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical catblock enumerate}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -256,6 +256,21 @@ if want categorical; then
     --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1
   summary "categorical issue table: rc=$? $(grep -E 'copy' \
     "$work/categorical_issue.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+fi
+
+# Session 10 (helper C), issue 11's block-row candidates against block-row
+# itself in the same part: split rows ("block-row-c2x", "-c4x", "-c8x":
+# 2, 4, 8 times the planner's blocks a row, up to 16; K = 4,096 to 2^15,
+# 2^17, and 64 rows of 4,096, 16,384 and 2^17) and warp-wide draws
+# ("block-row-wd": K = 257 to 16,384 at 1 and 4 draws); about 140 timings.
+if want catblock; then
+  for label in block-row block-row-c2x block-row-c4x block-row-c8x \
+      block-row-wd; do
+    timeout 100 ./categorical_bench --issue --quick --kernel $label \
+      --csv "$work/catblock_$label.csv" >> "$work/catblock.log" 2>&1
+    summary "categorical $label: rc=$? $(grep -E "^$label " \
+      "$work/catblock.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+  done
 fi
 
 # The enumeration kernels (issue 11): enumerate_bench at every size, float

@@ -1094,10 +1094,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   if (kernel == CategoricalKernel::kBlockRow && max_categories > 0) {
     // The largest K wants the most blocks and, with them, the largest chunk.
     const size_t value_bytes = precision == Precision::kFloat64 ? 8 : 4;
-    plan.block_row_ctas = BlockRowCtas(max_categories, value_bytes);
-    const int64_t chunk = BlockRowChunk(max_categories, plan.block_row_ctas);
-    plan.block_row_warps = BlockRowWarps(chunk);
-    plan.block_row_slots = BlockRowSlots(chunk, value_bytes);
+    PlanBlockRow(max_categories, BlockRowCtas(max_categories, value_bytes),
+                 value_bytes, &plan);
   }
   plan.workspace_bytes = static_cast<size_t>(workspace) * sizeof(U);
 

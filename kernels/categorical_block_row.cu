@@ -1,7 +1,8 @@
 // CategoricalKernel::kBlockRow: one thread block per row of
 // SampleCategorical at a time, the row held in shared memory, for K from a
 // few hundred to 16,384 (float; 8,192 double); past that a cluster of 2, 4
-// or 8 blocks a row (sm_90 thread block clusters), each block holding a
+// or 8 blocks a row (sm_90 thread block clusters; 16, non-portable, where
+// ReplanBlockRowCtas asks), each block holding a
 // chunk of at most 64 KiB where 8 blocks allow (BlockRowCtas), up to 8
 // chunks of what two buffers of a block's shared memory hold. Bits of
 // SampleCategoricalCpu (docs/randomness.md, "Categorical", CAT2).
@@ -86,6 +87,31 @@
 // warp, and equally bytes in flight (96 KB against 64 KB); the benchmark's
 // block-row-2x (512 values a warp, the same bytes) tells the two apart, and
 // Nsight Compute's warp states would say which stall it is.
+//
+// Session 10 candidates (the benchmark's variants, off in the service's
+// plans until measured):
+//   * Split rows (ReplanBlockRowCtas, "-c2x" / "-c4x" / "-c8x": 2, 4, 8
+//     times the planner's blocks a row, up to a non-portable cluster of
+//     16). At K = 16,384 one block of two 64 KiB buffers (139 KB) fits an
+//     SM: 16 warps, 64 KB in flight, 47.6% of copy. Two blocks of 8,192
+//     take 68 KB each, 3 an SM: 24 warps and 96 KB in flight, the shape of
+//     K = 8,192's 67.2%, less two cluster barriers a row (the chunk sums,
+//     the chunk totals), which other resident blocks now overlap (session
+//     9's 2^15 in two blocks of 16,384, one an SM, ran at half of K =
+//     16,384's rate with nothing to overlap them). Predicted 55-62% at
+//     16,384 and 50-55% at 2^15 (4 blocks of 8,192; warp tiles 35.4%),
+//     and at 2^17 (16 blocks of 8,192, 3 an SM against 1) about 45% for
+//     1,024 rows (30.4% now) and 30% for 64 rows (20.8%: 24 clusters
+//     resident against 16).
+//   * Warp-wide draws (CategoricalPlan::block_row_warp_draws, "-wd"): a
+//     thread's draw is ~5 binary-search steps and a walk of up to 16
+//     values, about 200 instructions and 1,500 cycles of dependent shared
+//     loads and conversions on one lane; WarpDraws takes ~45 warp
+//     instructions a draw (a ballot step or two, one conversion a lane, a
+//     4-step scan). Predicted at one draw: K = 257 25% -> ~30% (about 970
+//     warp instructions a row -> ~800), K = 1,000 to 2,048 +3-5 points
+//     (latency-bound rows ~1,000 cycles shorter of ~13k); at four draws
+//     about the same (four warp searches against four lanes' chains).
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -132,8 +158,9 @@ constexpr int kGroup = kGroupVecs* kPerVec<T>;
 
 template <typename T>
 struct BlockRowParams : SegmentedParams<T> {
-  int64_t tasks;  // rows in the launch
-  int64_t slots;  // values a row buffer holds
+  int64_t tasks;    // rows in the launch
+  int64_t slots;    // values a row buffer holds
+  bool warp_draws;  // CategoricalPlan::block_row_warp_draws
 };
 
 // ------------------------------------------ bulk copies on an mbarrier --
@@ -308,14 +335,74 @@ __device__ __forceinline__ V ClusterCombine(V mine, V ChunkSlots::*field,
   }
 }
 
+// The draws of a row of one block (at most kBlockRowWarpDrawsUpTo, 32 at
+// most) by one whole warp, one draw after another: lane d forms X of draw
+// d, then for each draw the warp finds the first group whose prefix exceeds
+// X by 32-way steps (one shared load a lane and a ballot a step: two steps
+// up to 1,024 groups), and the category within it by an inclusive scan of
+// its kGroup integers across lanes and a ballot: the first j with
+// X < C_j + q_j, the thread-per-draw search's category (prefixes are exact
+// integers, so both find the unique j with C_j <= X < C_j + q_j). Why: a
+// thread's binary search and walk of up to 16 values is a chain of about
+// 20 dependent shared loads and conversions run by one lane while the other
+// 31 wait (session 9: at K = 257 a row costs about 970 warp instructions,
+// a one-warp block issue-bound).
+template <typename T, typename Quantize>
+__device__ __forceinline__ void WarpDraws(const CategoricalSegment& seg,
+                                          uint64_t item, U total,
+                                          const U* groups, int n_groups,
+                                          const T* buf, Quantize quantize,
+                                          int lane, int64_t category_of_slot0,
+                                          int32_t* out) {
+  const int32_t draws = seg.draws;
+  U x_mine = 0;
+  if (lane < draws) {
+    x_mine = cat::MulHi64(
+        cat::DrawBits(cat::DrawBlock(seg.seed, item, lane), lane), total);
+  }
+  int chosen_mine = 0;
+  for (int32_t d = 0; d < draws; ++d) {
+    const U x = __shfl_sync(kFullMask, x_mine, d);
+    // groups[lo, lo + n) holds the answer; groups[lo + n - 1] > x.
+    int lo = 0;
+    int n = n_groups;
+    while (n > 1) {
+      const int step = (n + kWarpSize - 1) / kWarpSize;
+      const int end = min((lane + 1) * step, n);  // one past this lane's part
+      // Lanes past the range vote yes; a lane of it does first (its last).
+      const bool exceeds = lane * step >= n || x < groups[lo + end - 1];
+      const int f = __ffs(__ballot_sync(kFullMask, exceeds)) - 1;
+      lo += f * step;
+      n = min(step, n - f * step);
+    }
+    const int first = kGroup<T> * lo;
+    U running = lane < kGroup<T> ? quantize(buf[first + lane]) : 0;
+#pragma unroll
+    for (int o = 1; o < kGroup<T>; o *= 2) {
+      const U up = __shfl_up_sync(kFullMask, running, o);
+      if (lane >= o) running += up;
+    }
+    const U before = lo > 0 ? groups[lo - 1] : 0;
+    const int c = __ffs(__ballot_sync(
+                      kFullMask, lane < kGroup<T> && x - before < running)) -
+                  1;
+    if (lane == d) chosen_mine = first + c;
+  }
+  if (lane < draws) {
+    out[lane] = static_cast<int32_t>(category_of_slot0 + chosen_mine);
+  }
+}
+
 // The block's work on one row (its chunk) in `buf` (its copy complete, its
 // edges and pads stored): the scale, the group totals and their prefixes,
-// the draws (those whose X falls in this chunk).
+// the draws (those whose X falls in this chunk). `warp_draws`: a row of
+// one block with at most kBlockRowWarpDrawsUpTo draws takes them by
+// WarpDraws (warp 0).
 template <int kCtas, typename T>
 __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
                                           U* groups, double* scratch_double,
                                           U* scratch_u64, ChunkSlots* slots,
-                                          int32_t* out_base) {
+                                          int32_t* out_base, bool warp_draws) {
   const int t = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
   const int warps = threads / kWarpSize;
@@ -442,6 +529,14 @@ __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
   // serves those in its chunk).
   const uint64_t item = seg.first_row + static_cast<uint64_t>(r.row);
   int32_t* out = out_base + seg.out_offset + r.row * seg.draws;
+  if (kCtas == 1 && warp_draws && seg.draws <= kBlockRowWarpDrawsUpTo) {
+    // Every lane of warp 0 (the block's barriers are outside SampleRow).
+    if (warp == 0) {
+      WarpDraws(seg, item, total, groups, static_cast<int>(r.groups), buf,
+                quantize, lane, r.first - m, out);
+    }
+    return;
+  }
   for (int32_t d = t; d < seg.draws; d += threads) {
     const U x_row = cat::MulHi64(
         cat::DrawBits(cat::DrawBlock(seg.seed, item, d), d), total);
@@ -524,7 +619,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     BarrierWait(&bars[b], static_cast<unsigned>((i >> 1) & 1));
     __syncthreads();
     SampleRow<kCtas>(r, rank, buf, groups, scratch_double, scratch_u64,
-                     &slot_sets[b], p.out);
+                     &slot_sets[b], p.out, p.warp_draws);
     __syncthreads();  // the buffer and the group totals free again
   }
   if constexpr (kCtas > 1) {
@@ -545,6 +640,36 @@ int BlockRowCtas(int64_t categories, size_t value_bytes) {
     ctas *= 2;
   }
   return ctas;
+}
+
+void PlanBlockRow(int64_t categories, int ctas, size_t value_bytes,
+                  CategoricalPlan* plan) {
+  plan->block_row_ctas = ctas;
+  const int64_t chunk = BlockRowChunk(categories, ctas);
+  plan->block_row_warps = BlockRowWarps(chunk);
+  plan->block_row_slots = BlockRowSlots(chunk, value_bytes);
+}
+
+absl::Status ReplanBlockRowCtas(int64_t categories, int ctas,
+                                CategoricalPlan* plan) {
+  if (plan->kernel != CategoricalKernel::kBlockRow || categories < 1 ||
+      (ctas != 1 && ctas != 2 && ctas != 4 && ctas != 8 &&
+       ctas != kBlockRowMaxSplitCtas)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReplanBlockRowCtas: no block-row plan of ", ctas,
+                     " blocks a row for K = ", categories));
+  }
+  const size_t value_bytes = plan->precision == Precision::kFloat64 ? 8 : 4;
+  CategoricalPlan replanned = *plan;
+  PlanBlockRow(categories, ctas, value_bytes, &replanned);
+  if (BlockRowSmemBytes(replanned.block_row_slots, value_bytes) >
+      kBlockRowMaxSmemBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReplanBlockRowCtas: K = ", categories, " in ", ctas,
+                     " blocks a row exceeds a block's shared memory"));
+  }
+  *plan = replanned;
+  return absl::OkStatus();
 }
 
 int64_t BlockRowChunk(int64_t categories, int ctas) {
@@ -605,6 +730,10 @@ absl::Status LaunchWith(const CategoricalPlan& plan,
   SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
       kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
       cudaSharedmemCarveoutMaxShared));
+  if constexpr (kCtas > 8) {  // past the portable cluster size
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(kCtas);
   config.blockDim = dim3(threads);
@@ -665,6 +794,10 @@ absl::Status LaunchCategoricalBlockRow(const CategoricalPlan& plan,
       SegmentedParamsOf(plan, segments, values, out);
   params.tasks = plan.tasks;
   params.slots = plan.block_row_slots;
+  params.warp_draws = plan.block_row_warp_draws;
+  if (plan.block_row_ctas == kBlockRowMaxSplitCtas) {  // ReplanBlockRowCtas
+    return LaunchWith<T, kBlockRowMaxSplitCtas>(plan, params, stream);
+  }
   return LaunchForClusterSize(plan.block_row_ctas, "block-row", [&](auto ctas) {
     return LaunchWith<T, decltype(ctas)::value>(plan, params, stream);
   });

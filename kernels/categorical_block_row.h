@@ -1,9 +1,10 @@
 // The block-row categorical kernel (CategoricalKernel::kBlockRow, in
 // categorical_block_row.cu): one thread block (or a cluster of 2 to 8 for
-// large K) per row at a time, the row held in shared memory (two rows a
-// block, the next one arriving by a bulk asynchronous copy while this one
-// is sampled), so that every weight is read from DRAM once. Private to the
-// categorical CUDA library; categorical.cu plans and launches it.
+// large K, 16 by ReplanBlockRowCtas) per row at a time, the row held in shared
+// memory (two rows a block, the next one arriving by a bulk asynchronous copy
+// while this one is sampled), so that every weight is read from DRAM once.
+// Private to the categorical CUDA library; categorical.cu plans and launches
+// it.
 #ifndef SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
 #define SAMPLER_KERNELS_CATEGORICAL_BLOCK_ROW_H_
 
@@ -34,9 +35,23 @@ inline constexpr int kBlockRowMaxWarps = 32;
 // group totals.
 inline constexpr size_t kBlockRowMaxSmemBytes = size_t{220} << 10;
 
+// The most blocks a row that ReplanBlockRowCtas takes: 16, a non-portable
+// cluster size (sm_90 allows it where the kernel opts in).
+inline constexpr int kBlockRowMaxSplitCtas = 16;
+
+// CategoricalPlan::block_row_warp_draws: rows of one block with at most
+// this many draws take them by one warp together (WarpDraws in
+// categorical_block_row.cu); a thread a draw above.
+inline constexpr int32_t kBlockRowWarpDrawsUpTo = 4;
+
 // Blocks a row for a batch whose largest K is `categories`, of values of
 // `value_bytes` bytes.
 int BlockRowCtas(int64_t categories, size_t value_bytes);
+
+// Sets plan's block-row fields for a batch whose largest K is `categories`
+// at `ctas` blocks a row: the chunk of that K, its warps and its buffers.
+void PlanBlockRow(int64_t categories, int ctas, size_t value_bytes,
+                  CategoricalPlan* plan);
 
 // Values of a row of K `categories` that each of `ctas` blocks holds: K
 // itself for one block.

@@ -190,6 +190,13 @@ struct CategoricalPlan {
   int32_t block_row_ctas = 0;
   int32_t block_row_warps = 0;
   int64_t block_row_slots = 0;
+  // kBlockRow, one block a row: a row of at most 4 draws takes them by warp
+  // 0 together (a warp-wide search a draw) instead of a thread each (a
+  // thread's search is a chain of ~20 dependent shared loads while the
+  // warp's other lanes wait). Same bits. Session 10's candidate for K = 257
+  // to 16,384 at 1 and 4 draws; off until measured (the benchmark's
+  // "block-row-wd").
+  bool block_row_warp_draws = false;
   // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).
@@ -210,6 +217,17 @@ struct CategoricalPlan {
   // cap (more resident warps, some spilling) instead of the default ones.
   bool register_cap = false;
 };
+
+// Re-plans a kBlockRow `plan` (CategoricalBatchBuilder::Finish's, for a
+// batch whose largest K is `categories`) for `ctas` blocks a row instead of
+// the planner's choice: 1, 2, 4, 8 or 16 (a non-portable cluster size),
+// each block holding a chunk of about K / ctas values, with the warps and
+// buffers for it. The bits do not depend on it. For the benchmark's split
+// variants (more, smaller blocks a row: more rows in flight an SM) and their
+// tests; InvalidArgument for another `ctas` or buffers past a block's
+// shared memory.
+absl::Status ReplanBlockRowCtas(int64_t categories, int ctas,
+                                CategoricalPlan* plan);
 
 // Validates every segment's shape (rows >= 1, 1 <= categories <= INT32_MAX,
 // 1 <= draws <= kMaxCategoricalDraws, kind, no item index past 2^64 - 1,
