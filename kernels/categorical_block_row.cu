@@ -108,10 +108,12 @@
 //     values, about 200 instructions and 1,500 cycles of dependent shared
 //     loads and conversions on one lane; WarpDraws takes ~45 warp
 //     instructions a draw (a ballot step or two, one conversion a lane, a
-//     4-step scan). Predicted at one draw: K = 257 25% -> ~30% (about 970
-//     warp instructions a row -> ~800), K = 1,000 to 2,048 +3-5 points
-//     (latency-bound rows ~1,000 cycles shorter of ~13k); at four draws
-//     about the same (four warp searches against four lanes' chains).
+//     4-step scan). And a row's Philox block 0 (~90 instructions and ~500
+//     cycles on one lane) is formed by warp 0 for 32 rows at a time, a row
+//     a lane: ~3 warp instructions a row. Predicted at one draw: K = 257
+//     25% -> ~33% (about 970 warp instructions a row -> ~720), K = 1,000 to
+//     2,048 +4-6 points (latency-bound rows ~1,500 cycles shorter of ~13k);
+//     at four draws a little less (draws 2 and 3 form their own block).
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -346,19 +348,29 @@ __device__ __forceinline__ V ClusterCombine(V mine, V ChunkSlots::*field,
 // thread's binary search and walk of up to 16 values is a chain of about
 // 20 dependent shared loads and conversions run by one lane while the other
 // 31 wait (session 9: at K = 257 a row costs about 970 warp instructions,
-// a one-warp block issue-bound).
+// a one-warp block issue-bound). Philox block 0 of the row (draws 0 and 1)
+// comes from lane `ahead_lane`'s `ahead` (BlockRowKernel forms it with the
+// blocks of 31 other rows); lanes 2 and 3 form block 1 themselves.
 template <typename T, typename Quantize>
 __device__ __forceinline__ void WarpDraws(const CategoricalSegment& seg,
                                           uint64_t item, U total,
                                           const U* groups, int n_groups,
                                           const T* buf, Quantize quantize,
                                           int lane, int64_t category_of_slot0,
-                                          int32_t* out) {
+                                          const PhiloxBlock& ahead,
+                                          int ahead_lane, int32_t* out) {
   const int32_t draws = seg.draws;
+  PhiloxBlock block0;
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    block0.v[w] = __shfl_sync(kFullMask, ahead.v[w], ahead_lane);
+  }
   U x_mine = 0;
   if (lane < draws) {
-    x_mine = cat::MulHi64(
-        cat::DrawBits(cat::DrawBlock(seg.seed, item, lane), lane), total);
+    const PhiloxBlock block = lane < cat::kDrawsPerBlock
+                                  ? block0
+                                  : cat::DrawBlock(seg.seed, item, lane);
+    x_mine = cat::MulHi64(cat::DrawBits(block, lane), total);
   }
   int chosen_mine = 0;
   for (int32_t d = 0; d < draws; ++d) {
@@ -397,12 +409,15 @@ __device__ __forceinline__ void WarpDraws(const CategoricalSegment& seg,
 // edges and pads stored): the scale, the group totals and their prefixes,
 // the draws (those whose X falls in this chunk). `warp_draws`: a row of
 // one block with at most kBlockRowWarpDrawsUpTo draws takes them by
-// WarpDraws (warp 0).
+// WarpDraws (warp 0), with the row's Philox block 0 in lane `ahead_lane`'s
+// `ahead`.
 template <int kCtas, typename T>
 __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
                                           U* groups, double* scratch_double,
                                           U* scratch_u64, ChunkSlots* slots,
-                                          int32_t* out_base, bool warp_draws) {
+                                          int32_t* out_base, bool warp_draws,
+                                          const PhiloxBlock& ahead,
+                                          int ahead_lane) {
   const int t = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
   const int warps = threads / kWarpSize;
@@ -533,7 +548,7 @@ __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
     // Every lane of warp 0 (the block's barriers are outside SampleRow).
     if (warp == 0) {
       WarpDraws(seg, item, total, groups, static_cast<int>(r.groups), buf,
-                quantize, lane, r.first - m, out);
+                quantize, lane, r.first - m, ahead, ahead_lane, out);
     }
     return;
   }
@@ -601,8 +616,24 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __syncthreads();
   Edge<T> edge = QueueRow<kCtas>(p, task, rank, buf0, &bars[0]);
 
+  // Warp-wide draws: lane l of warp 0 holds Philox block 0 of the row 32
+  // rows on from the last multiple of 32 rows (row i + l of this block's
+  // walk), formed 32 rows at a time: one Philox a row spread over the
+  // warp, not one lane's chain of ~90 instructions a row.
+  PhiloxBlock ahead{};
+  const bool warp_draws = kCtas == 1 && p.warp_draws;
   for (int64_t i = 0; task < p.tasks; ++i, task += clusters) {
     const int b = static_cast<int>(i & 1);
+    if (warp_draws && t < kWarpSize && i % kWarpSize == 0) {
+      const int64_t later = task + t * clusters;
+      if (later < p.tasks) {
+        const CategoricalSegment& seg =
+            FindSegment(p.segments, p.num_segments, later);
+        ahead = cat::DrawBlock(
+            seg.seed,
+            seg.first_row + static_cast<uint64_t>(later - seg.task_begin), 0);
+      }
+    }
     T* const buf = b == 0 ? buf0 : buf1;
     const RowRef<T> r = RowOf<kCtas>(p, task, rank);
     // The edges and the zero pads of this row (the copy writes other
@@ -619,7 +650,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     BarrierWait(&bars[b], static_cast<unsigned>((i >> 1) & 1));
     __syncthreads();
     SampleRow<kCtas>(r, rank, buf, groups, scratch_double, scratch_u64,
-                     &slot_sets[b], p.out, p.warp_draws);
+                     &slot_sets[b], p.out, warp_draws, ahead,
+                     static_cast<int>(i % kWarpSize));
     __syncthreads();  // the buffer and the group totals free again
   }
   if constexpr (kCtas > 1) {

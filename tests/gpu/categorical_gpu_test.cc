@@ -905,6 +905,19 @@ TYPED_TEST(CategoricalGpuTest, BlockRowWarpDrawsMatchCpu) {
   ExpectMatches(mixed,
                 RunOnGpu(mixed, CategoricalKernel::kBlockRow, warp_draws),
                 "block row, warp draws, mixed batch");
+  // Enough rows that every block walks more than 32 of them (at K = 257 an
+  // SM holds 32 one-warp blocks: 4,224 on 132 SMs), so that warp 0 forms
+  // the Philox blocks of the next 32 rows again, some of them in the next
+  // segment.
+  Batch<T> many;
+  many.Add(rng, 150000, 257, 1, WeightKind::kWeights, rng.Bits(), 5,
+           CategoricalKernel::kBlockRow);
+  many.Add(rng, 3000, 300, 3, WeightKind::kLogits, rng.Bits(), 0,
+           CategoricalKernel::kBlockRow);
+  many.Add(rng, 2000, 257, 2, WeightKind::kWeights, rng.Bits(), 1,
+           CategoricalKernel::kBlockRow);
+  ExpectMatches(many, RunOnGpu(many, CategoricalKernel::kBlockRow, warp_draws),
+                "block row, warp draws, many rows");
 }
 
 // One launch of many requests with their own K (the buffers sized by the
