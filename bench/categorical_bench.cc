@@ -4,11 +4,13 @@
 // run as the ceiling.
 //
 // --issue runs only issue 11's table instead: K = 32, 64, 100, 128, 256,
-// 4096, 8192, 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32
+// 257, 512, 1000, 1024, 2048, 4096, 8192, 16384, 20000, 2^15, 2^17 with
+// D = 1, 4 and 32 draws per row, float32
 // weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
 // 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128, the lane-group kernel up to 256, the
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (the
+// service's up to 256; 16 lanes a row from 257 is session 10's candidate), the
 // warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
 // from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
@@ -324,9 +326,12 @@ void Print(const Result& r) {
 // (kernels/categorical_lanes.h, categorical_lane_groups.h, private to the
 // library; PrepareCategoricalSegments refuses more).
 constexpr int64_t kLanesLargestK = 128;
-constexpr int64_t kLaneGroupsLargestK = 256;
+constexpr int64_t kLaneGroupsLargestK = 512;
 // And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
 constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
+// Where the service's block-row range starts (server/cuda_exec_categorical.cc:
+// lane groups up to 256); the table runs block-row from there.
+constexpr int64_t kBlockRowSmallestK = 257;
 
 // The block-row split variants measured at K (float32): those whose blocks a
 // row stay at most 16, from K = 4,096 (a block of 4 warps) on; the planner
@@ -424,9 +429,9 @@ int Main(int argc, char** argv) {
   // and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
     // Issue 11's K (2^15 = 32768, 2^17 = 131072) and the block-row range.
-    std::vector<int64_t> issue_ks = {32,   64,    100,   128,   256,
-                                     257,  1000,  1024,  2048,  4096,
-                                     8192, 16384, 20000, 32768, 131072};
+    std::vector<int64_t> issue_ks = {32,    64,    100,   128,   256,  257,
+                                     512,   1000,  1024,  2048,  4096, 8192,
+                                     16384, 20000, 32768, 131072};
     if (only_k != 0 &&
         std::find(issue_ks.begin(), issue_ks.end(), only_k) == issue_ks.end()) {
       issue_ks.push_back(only_k);  // --k: any K
@@ -455,11 +460,11 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
               draws, Variant::kAlternate);
         }
-        if (k > kLaneGroupsLargestK && k <= block_row_largest_k) {
+        if (k >= kBlockRowSmallestK && k <= block_row_largest_k) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws);
         }
-        if (k > kLaneGroupsLargestK && k <= block_row_largest_k &&
+        if (k >= kBlockRowSmallestK && k <= block_row_largest_k &&
             (k <= 16384 || k == 131072)) {  // twice the warps
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws, Variant::kAlternate);
@@ -468,7 +473,7 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws, split);
         }
-        if (k > kLaneGroupsLargestK && k <= 16384 && draws <= 4) {
+        if (k >= kBlockRowSmallestK && k <= 16384 && draws <= 4) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws, Variant::kWarpDraws);
         }

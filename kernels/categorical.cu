@@ -997,8 +997,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         [&](const CategoricalSegment& s) { return !multi_block(s); });
   }
 
-  // kLaneGroups: one launch per group size (1, 2, 4, 8 lanes a row), in
-  // order.
+  // kLaneGroups: one launch per group size (1, 2, 4, 8, 16 lanes a row),
+  // in order.
   if (kernel == CategoricalKernel::kLaneGroups) {
     std::stable_sort(
         segments.begin(), segments.end(),
@@ -1062,7 +1062,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         max_categories = std::max(max_categories, s.categories);
         break;
       case CategoricalKernel::kLaneGroups:
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < kLaneGroupSizes; ++i) {
           if (LaneGroupLanes(s.categories) <= (1 << i)) {
             plan.lane_group_ends[i] = tasks;
           }

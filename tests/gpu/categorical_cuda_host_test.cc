@@ -250,12 +250,13 @@ TEST(CategoricalCudaHostTest, LanesPlansWarpsSharedMemoryAndItsLargestK) {
 }
 
 // The lane-group kernel takes the lanes kernel's warps, orders the segments
-// by lanes a row (1, 2, 4, 8 for K up to 32, 64, 128, 256: one launch
-// each, ends in lane_group_ends), sizes a warp's shared memory for the
-// largest need (one round's 32 / G rows at an odd stride, 16-byte aligned,
-// then an odd number of uint64 chunk ends per row: chunks of 8 weights, 4
-// for 8 lanes; then, where some row has several draws, an odd number of
-// int32 staged draws per row), uses no workspace and takes K up to 256.
+// by lanes a row (1, 2, 4, 8, 16 for K up to 32, 64, 128, 256, 512: one
+// launch each, ends in lane_group_ends), sizes a warp's shared memory for
+// the largest need (one round's 32 / G rows at an odd stride, 16-byte
+// aligned, then an odd number of uint64 chunk ends per row: chunks of 8
+// weights, 4 for 8 lanes, 2 for 16; then, where some row has several
+// draws, an odd number of int32 staged draws per row), uses no workspace
+// and takes K up to 512.
 TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   std::vector<CategoricalSegment> segments(3);
   segments[0] = {0, 0, 1, 5, 40, 100, 2};     // 4 lanes a row, 2 warps
@@ -325,9 +326,25 @@ TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   EXPECT_EQ(plan->lane_group_ends[3], 1);
   EXPECT_EQ(plan->smem_warp_elems[0], 6192 / 8);
 
+  // K = 257 and 512: 16 lanes a row, 2 rows a round, chunks of 2 weights:
+  // 2 x 257 floats = 2,056 bytes (2,064 rounded up to 16), 2 x 129 uint64 =
+  // 2,064; 2 x 513 floats = 4,104 (4,112), 2 x 257 uint64 = 4,112.
   wide[0].categories = 257;
+  plan = PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
+                                    257, 1, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->lane_group_ends[3], 0);
+  EXPECT_EQ(plan->lane_group_ends[4], 1);
+  EXPECT_EQ(plan->smem_warp_elems[0], 4128 / 8);
+  wide[0].categories = 512;
+  plan = PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
+                                    512, 1, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->smem_warp_elems[0], 8224 / 8);
+
+  wide[0].categories = 513;
   EXPECT_EQ(
-      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32, 257,
+      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32, 513,
                                  1, CategoricalKernel::kLaneGroups)
           .status()
           .code(),

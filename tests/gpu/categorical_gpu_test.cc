@@ -615,8 +615,8 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMixedBatch) {
 }
 
 // The kernels for small K: the lane-per-row kernel (K up to 128) and the
-// lane-group kernel (up to 256: 1, 2, 4 or 8 lanes a row, one launch per
-// group size).
+// lane-group kernel (up to 512: 1, 2, 4, 8 or 16 lanes a row, one launch
+// per group size; the service routes it up to 256).
 constexpr CategoricalKernel kSmallKKernels[] = {CategoricalKernel::kLanes,
                                                 CategoricalKernel::kLaneGroups};
 
@@ -637,7 +637,7 @@ TYPED_TEST(CategoricalGpuTest, LanesMatchesCpuForEveryK) {
       for (const int32_t draws : {1, 4, 17, 32}) {
         Batch<T> batch;
         const int64_t largest_k =
-            kernel == CategoricalKernel::kLanes ? 128 : 256;
+            kernel == CategoricalKernel::kLanes ? 128 : 512;
         for (int64_t k = 1; k <= largest_k; ++k) {
           const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
           batch.Add(rng, 1 + rng.Below(80), k, draws, kind, rng.Bits(),
@@ -661,8 +661,8 @@ TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
   InputRng rng(seed);
   for (CategoricalKernel kernel : kSmallKKernels) {
     Batch<T> batch;
-    for (int64_t k :
-         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}, int64_t{256}}) {
+    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128},
+                      int64_t{256}, int64_t{257}, int64_t{512}}) {
       if (k > 128 && kernel == CategoricalKernel::kLanes) continue;
       batch.Add(rng, 5000, k, 1, WeightKind::kWeights, rng.Bits(), 0, kernel);
       batch.Add(rng, 300, k, 257, WeightKind::kWeights, rng.Bits(), 5, kernel);

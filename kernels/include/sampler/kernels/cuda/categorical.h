@@ -200,7 +200,7 @@ struct CategoricalPlan {
   // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).
-  int64_t lane_group_ends[4] = {0, 0, 0, 0};
+  int64_t lane_group_ends[5] = {0, 0, 0, 0, 0};
   // kLaneGroups: whether some segment has kLaneGroupsStageFromDraws (32) or
   // more draws a row and at most kLaneGroupsStageUpToK (32) categories
   // (categorical_lane_groups.h); then the launches stage draws in shared memory
