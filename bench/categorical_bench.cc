@@ -112,9 +112,10 @@ enum class Variant {
   kSplit2,
   kSplit4,
   kSplit8,
-  // kBlockRow taking a row's draws (at most 4) by one warp together
-  // (CategoricalPlan::block_row_warp_draws, "-wd").
-  kWarpDraws,
+  // kBlockRow with a thread a draw at one draw too, the warp-wide draw of
+  // CategoricalPlan::block_row_warp_draws off ("-td", what ran before
+  // session 10).
+  kThreadDraws,
 };
 
 // The label suffix of a variant.
@@ -131,8 +132,8 @@ const char* VariantSuffix(CategoricalKernel kernel, Variant variant) {
       return "-c4x";
     case Variant::kSplit8:
       return "-c8x";
-    case Variant::kWarpDraws:
-      return "-wd";
+    case Variant::kThreadDraws:
+      return "-td";
   }
   return "";
 }
@@ -212,7 +213,8 @@ class Bench {
   // its values a warp, session 9's open question) or kBlockRow's split
   // rows ("-c2x" ...: session 10, more rows in flight an SM at K = 16,384
   // and past it, where two 64 KiB buffers allow one block an SM) or its
-  // warp-wide draws ("-wd", session 10).
+  // thread draws at one draw ("-td": session 10 made the warp-wide draw the
+  // plan's).
   template <typename T>
   absl::StatusOr<Result> Time(CategoricalKernel kernel, Variant variant,
                               WeightKind kind, int64_t k, int32_t draws,
@@ -235,7 +237,7 @@ class Bench {
         plan.block_row_warps =
             std::min(2 * plan.block_row_warps, kBlockRowLargestWarps);
       }
-      plan.block_row_warp_draws = variant == Variant::kWarpDraws;
+      if (variant == Variant::kThreadDraws) plan.block_row_warp_draws = false;
       if (SplitFactor(variant) > 1) {
         SAMPLER_RETURN_IF_ERROR(ReplanBlockRowCtas(
             k, SplitFactor(variant) * plan.block_row_ctas, &plan));
@@ -329,8 +331,9 @@ constexpr int64_t kLanesLargestK = 128;
 constexpr int64_t kLaneGroupsLargestK = 512;
 // And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
 constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
-// Where the service's block-row range starts (server/cuda_exec_categorical.cc:
-// lane groups up to 256); the table runs block-row from there.
+// Where the table runs block-row from: 257, past the lane groups of 8 (the
+// service runs lane groups of 16 up to 512 since session 10; block-row
+// stays beside them there).
 constexpr int64_t kBlockRowSmallestK = 257;
 
 // The block-row split variants measured at K (float32): those whose blocks a
@@ -371,7 +374,7 @@ int Main(int argc, char** argv) {
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
           "block-row|block-row-2x|block-row-c2x|block-row-c4x|"
-          "block-row-c8x|block-row-wd]\n",
+          "block-row-c8x|block-row-td]\n",
           argv[0]);
       return 2;
     }
@@ -412,7 +415,7 @@ int Main(int argc, char** argv) {
     // (gpu_session.sh's catblock part), so that the whole table stays
     // within its part's time.
     if (only_kernel.empty() &&
-        (SplitFactor(variant) > 1 || variant == Variant::kWarpDraws)) {
+        (SplitFactor(variant) > 1 || variant == Variant::kThreadDraws)) {
       return;
     }
     absl::StatusOr<Result> r =
@@ -480,9 +483,9 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws, split);
         }
-        if (k >= kBlockRowSmallestK && k <= 16384 && draws <= 4) {
+        if (k >= kBlockRowSmallestK && k <= 16384 && draws == 1) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
-              draws, Variant::kWarpDraws);
+              draws, Variant::kThreadDraws);
         }
       }
     }

@@ -41,8 +41,9 @@ inline constexpr int kBlockRowMaxSplitCtas = 16;
 
 // CategoricalPlan::block_row_warp_draws: rows of one block with at most
 // this many draws take them by one warp together (WarpDraws in
-// categorical_block_row.cu); a thread a draw above.
-inline constexpr int32_t kBlockRowWarpDrawsUpTo = 4;
+// categorical_block_row.cu); a thread a draw above (session 10: at 4 draws
+// the warp's searches one after another lost to 4 threads' side by side).
+inline constexpr int32_t kBlockRowWarpDrawsUpTo = 1;
 
 // Blocks a row for a batch whose largest K is `categories`, of values of
 // `value_bytes` bytes.

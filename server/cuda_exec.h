@@ -19,8 +19,8 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<EnumerateJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot);
 // The kernel that ExecuteOnGpu runs a categorical job of `categories` (K)
-// in `precision` on: the lane-group kernel up to K = 256, the block-row
-// kernel from 257 to 16,384 (float; 8,192 double: 64 KiB a row), the
+// in `precision` on: the lane-group kernel up to K = 512, the block-row
+// kernel from 513 to 16,384 (float; 8,192 double: 64 KiB a row), the
 // warp-tiles kernel from there to 2^15, the row-split kernel from K =
 // 2^15 + 1 up to its largest K (RowSplitMaxCategories), one warp per row
 // past it (cuda_exec_categorical.cc says what measured each bound).

@@ -15,8 +15,8 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-// The lane-group kernel (each row on 1, 2, 4 or 8 lanes, four warps a
-// block) up to its largest K, 256, the warp-tiles kernel (one warp per
+// The lane-group kernel (each row on 1, 2, 4, 8 or 16 lanes, four warps a
+// block) up to its largest K, 512, the warp-tiles kernel (one warp per
 // row, integer weights by tiles of 128) above, up to the row-split
 // kernel's K. Measured on an H100 in session 8 (categorical_bench --issue,
 // f32 weights, fraction of copy at 1/4/32 draws), lane groups against the
@@ -27,8 +27,13 @@ namespace kc = kernels::cuda;
 // 59.5/55.1/49.3 against 30.4/17.8/3.5. (Session 7: lanes 60.9/67.4/62.6% at
 // K = 32/64/100 against the butterfly's 16% and one warp per row's 9-11%;
 // warp tiles 38.9/36.7/36.5% at K = 4,096/8,192/16,384 against one warp per
-// row's 31.7/30.5/28.7%.)
-constexpr int64_t kLaneGroupsUpToK = 256;
+// row's 31.7/30.5/28.7%.) Session 10 (H100 mid-session call) added groups
+// of 16 lanes for K = 257 to 512 against block-row, which served them:
+// K = 257 41.7/37.9/41.1 against 26.2/25.4/27.0 (30.9 at one draw with
+// block-row's warp-wide draw), K = 512 48.6/45.2/46.1 against
+// 44.4/42.7/43.5 (50.6 at one draw with the warp-wide draw: lane groups
+// keep 512, 2 points behind at one draw, 2.5 and 2.6 ahead at 4 and 32).
+constexpr int64_t kLaneGroupsUpToK = 512;
 
 // The block-row kernel (a thread block a row, the row held in shared
 // memory, read from DRAM once) from kLaneGroupsUpToK + 1 up to rows of

@@ -186,8 +186,9 @@ struct PlanTweaks {
   int block_row_warps = 0;
   // > 0: block-row's blocks a row (ReplanBlockRowCtas, "-c2x" to "-c8x").
   int block_row_ctas = 0;
-  // Block-row's warp-wide draws ("-wd").
-  bool block_row_warp_draws = false;
+  // Block-row with a thread a draw at one draw too, its warp-wide draw off
+  // ("-td").
+  bool block_row_thread_draws = false;
 };
 
 // Runs `batch` through `kernel` on the GPU (the staging pipeline, with the
@@ -213,7 +214,9 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
   EXPECT_TRUE(finished.ok()) << finished;
   if (!finished.ok()) return {};
   builder.mutable_plan().warp_tiles_evict_first = tweaks.warp_tiles_evict_first;
-  builder.mutable_plan().block_row_warp_draws = tweaks.block_row_warp_draws;
+  if (tweaks.block_row_thread_draws) {
+    builder.mutable_plan().block_row_warp_draws = false;
+  }
   if (tweaks.block_row_warps > 0) {
     builder.mutable_plan().block_row_warps = tweaks.block_row_warps;
   }
@@ -863,21 +866,23 @@ TYPED_TEST(CategoricalGpuTest, BlockRowSplitRowsMatchCpu) {
       PlanTweaks{false, 0, /*block_row_ctas=*/16});
 }
 
-// Warp-wide draws (CategoricalPlan::block_row_warp_draws, the benchmark's
-// "-wd"): rows of one block with 1 to 4 draws (5 and 32 keep a thread a
-// draw in the same launch); K below a group (16 floats, 8 doubles), not a
-// multiple of 4 or 32, up to 32 groups (one ballot step) and past 1,024 (a
-// third), up to the largest one-block row; weights and logits, every
-// FillRow pattern (zeros of both signs, one dominant weight, subnormal
-// totals, 30 decades); and a mixed batch.
+// Warp-wide draws (CategoricalPlan::block_row_warp_draws, on in every
+// plan) against a thread a draw (off: the benchmark's "-td"): rows of one
+// block with 1 draw (2 to 5 and 32 keep a thread a draw in the same
+// launch); K below a group (16 floats, 8 doubles), not a multiple of 4 or
+// 32, up to 32 groups (one ballot step) and past 1,024 (a third), up to the
+// largest one-block row; weights and logits, every FillRow pattern (zeros
+// of both signs, one dominant weight, subnormal totals, 30 decades); a
+// mixed batch; and many rows.
 TYPED_TEST(CategoricalGpuTest, BlockRowWarpDrawsMatchCpu) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(absl::StrCat("input seed ", seed));
   InputRng rng(seed);
-  PlanTweaks warp_draws;
-  warp_draws.block_row_warp_draws = true;
+  PlanTweaks warp_draws;  // the plan's own
+  PlanTweaks thread_draws;
+  thread_draws.block_row_thread_draws = true;
   const int64_t one_block = 65536 / static_cast<int64_t>(sizeof(T));
   for (int64_t k :
        {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{7}, int64_t{15},
@@ -888,9 +893,13 @@ TYPED_TEST(CategoricalGpuTest, BlockRowWarpDrawsMatchCpu) {
     for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
       const Batch<T> batch =
           BlockRowBatch<T>(rng, k, kind, {1, 2, 3, 4, 5, 32});
-      ExpectMatches(
-          batch, RunOnGpu(batch, CategoricalKernel::kBlockRow, warp_draws),
-          absl::StrCat("block row, warp draws, K ", k, " ", KindName(kind)));
+      for (const PlanTweaks* tweaks : {&warp_draws, &thread_draws}) {
+        ExpectMatches(
+            batch, RunOnGpu(batch, CategoricalKernel::kBlockRow, *tweaks),
+            absl::StrCat("block row, ",
+                         tweaks->block_row_thread_draws ? "thread" : "warp",
+                         " draws, K ", k, " ", KindName(kind)));
+      }
     }
   }
   Batch<T> mixed;

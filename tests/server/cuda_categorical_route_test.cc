@@ -16,7 +16,7 @@ using kernels::Precision;
 using kernels::cuda::CategoricalKernel;
 using kernels::cuda::RowSplitMaxCategories;
 
-TEST(CudaCategoricalRouteTest, LaneGroupsUpTo256) {
+TEST(CudaCategoricalRouteTest, LaneGroupsUpTo512) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
     EXPECT_EQ(CategoricalKernelFor(1, p), CategoricalKernel::kLaneGroups);
     EXPECT_EQ(CategoricalKernelFor(63, p), CategoricalKernel::kLaneGroups);
@@ -24,13 +24,15 @@ TEST(CudaCategoricalRouteTest, LaneGroupsUpTo256) {
     EXPECT_EQ(CategoricalKernelFor(128, p), CategoricalKernel::kLaneGroups);
     EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kLaneGroups);
     EXPECT_EQ(CategoricalKernelFor(256, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(257, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(512, p), CategoricalKernel::kLaneGroups);
   }
 }
 
 // Rows of up to 64 KiB: 16,384 floats, 8,192 doubles.
-TEST(CudaCategoricalRouteTest, BlockRowFrom257To64KiBRows) {
+TEST(CudaCategoricalRouteTest, BlockRowFrom513To64KiBRows) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(257, p), CategoricalKernel::kBlockRow);
+    EXPECT_EQ(CategoricalKernelFor(513, p), CategoricalKernel::kBlockRow);
     EXPECT_EQ(CategoricalKernelFor(1000, p), CategoricalKernel::kBlockRow);
     EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kBlockRow);
     EXPECT_EQ(CategoricalKernelFor(8192, p), CategoricalKernel::kBlockRow);

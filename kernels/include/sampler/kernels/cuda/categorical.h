@@ -190,13 +190,17 @@ struct CategoricalPlan {
   int32_t block_row_ctas = 0;
   int32_t block_row_warps = 0;
   int64_t block_row_slots = 0;
-  // kBlockRow, one block a row: a row of at most 4 draws takes them by warp
-  // 0 together (a warp-wide search a draw) instead of a thread each (a
-  // thread's search is a chain of ~20 dependent shared loads while the
-  // warp's other lanes wait). Same bits. Session 10's candidate for K = 257
-  // to 16,384 at 1 and 4 draws; off until measured (the benchmark's
-  // "block-row-wd").
-  bool block_row_warp_draws = false;
+  // kBlockRow, one block a row: a row of one draw takes it by warp 0
+  // together (a warp-wide search, its Philox block formed with 31 other
+  // rows') instead of by one thread (a chain of ~20 dependent shared loads
+  // and a Philox while the warp's other lanes wait). Same bits. On in every
+  // plan: session 10 (H100, % of copy at one draw) measured 68.9 against
+  // 62.1 at K = 1,000, 69.8/62.8 at 1,024, 74.8/68.2 at 2,048, 80.1/74.3
+  // at 4,096, 76.7/71.5 at 8,192, 54.8/50.2 at 16,384; at four draws the
+  // warp's four searches in a row lost (52.4 against 61.3 at 1,024), so
+  // rows of several draws keep a thread a draw. Off only for the
+  // benchmark's "block-row-td".
+  bool block_row_warp_draws = true;
   // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).
