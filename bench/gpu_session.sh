@@ -262,13 +262,13 @@ fi
 # Session 10 (helper C), issue 11's block-row candidates against block-row
 # itself in the same part: split rows ("block-row-c2x", "-c4x", "-c8x":
 # 2, 4, 8 times the planner's blocks a row, up to 16; K = 4,096 to 2^15,
-# 2^17, and 64 rows of 4,096, 16,384 and 2^17) and warp-wide draws
-# ("block-row-wd": K = 257 to 16,384 at 1 and 4 draws), and lane groups
-# (K = 32 to 512: 16 lanes a row from 257, against block-row there); about
-# 160 timings.
+# 2^17, and 64 rows of 4,096, 16,384 and 2^17), a thread a draw at one
+# draw ("block-row-td": K = 257 to 16,384; block-row itself draws those by
+# a warp since session 10), and lane groups (K = 32 to 512: 16 lanes a row
+# from 257, against block-row there); about 150 timings.
 if want catblock; then
   for label in block-row block-row-c2x block-row-c4x block-row-c8x \
-      block-row-wd lane-groups; do
+      block-row-td lane-groups; do
     timeout 100 ./categorical_bench --issue --quick --kernel $label \
       --csv "$work/catblock_$label.csv" >> "$work/catblock.log" 2>&1
     summary "categorical $label: rc=$? $(grep -E "^$label " \
