@@ -16,7 +16,10 @@
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
 // 2^17, still three rotated inputs) for warp per row, row split and block
 // row, and 64 x 2^17 in logits.
-// Each line gives the fraction of the copy bandwidth.
+// Each line gives the fraction of the copy bandwidth; --csv's last column,
+// `service`, is 1 where the row is what the service runs (the kernel the
+// CUDA backend's CategoricalKernelFor picks for that K and precision, as
+// planned: no variant).
 //
 // Inputs are random weights (or logits) larger than the L2 cache, staged
 // three times through the staging pipeline (staging.h) and rotated so that
@@ -51,6 +54,7 @@
 #include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/status_macros.h"
+#include "server/cuda_exec.h"
 
 namespace sampler::kernels::cuda {
 namespace {
@@ -91,6 +95,10 @@ struct Result {
   double rows_per_s = 0;
   double tb_per_s = 0;
   double fraction_of_copy = 0;
+  // Whether the service runs this row as timed: the kernel the CUDA
+  // backend's CategoricalKernelFor picks for K and the precision, with the
+  // plan as planned (no benchmark variant).
+  bool service = false;
 };
 
 double Median(std::vector<float> v) {
@@ -280,6 +288,11 @@ class Bench {
     r.rows_per_s = rows / (r.median_us * 1e-6);
     r.tb_per_s = bytes / (r.median_us * 1e-6) / 1e12;
     r.fraction_of_copy = r.tb_per_s / copy_tb;
+    r.service =
+        variant == Variant::kNone &&
+        server::CategoricalKernelFor(k, std::is_same_v<T, double>
+                                            ? Precision::kFloat64
+                                            : Precision::kFloat32) == kernel;
     return r;
   }
 
@@ -588,13 +601,13 @@ int Main(int argc, char** argv) {
     std::fprintf(f, "device,%s\ncopy_tb_per_s,%.4f\n", prop.name, *copy);
     std::fprintf(f,
                  "kernel,precision,kind,K,rows,draws,median_us,min_us,"
-                 "rows_per_s,tb_per_s,fraction_of_copy\n");
+                 "rows_per_s,tb_per_s,fraction_of_copy,service\n");
     for (const Result& r : results) {
-      std::fprintf(f, "%s,%s,%s,%lld,%lld,%d,%.2f,%.2f,%.4g,%.4f,%.4f\n",
+      std::fprintf(f, "%s,%s,%s,%lld,%lld,%d,%.2f,%.2f,%.4g,%.4f,%.4f,%d\n",
                    r.kernel.c_str(), r.precision.c_str(), r.kind.c_str(),
                    static_cast<long long>(r.k), static_cast<long long>(r.rows),
                    r.draws, r.median_us, r.min_us, r.rows_per_s, r.tb_per_s,
-                   r.fraction_of_copy);
+                   r.fraction_of_copy, r.service ? 1 : 0);
     }
     std::fclose(f);
   }
