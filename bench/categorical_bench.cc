@@ -351,12 +351,13 @@ constexpr int64_t kBlockRowSmallestK = 257;
 
 // The block-row split variants measured at K (float32): those whose blocks a
 // row stay at most 16, from K = 4,096 (a block of 4 warps) on; the planner
-// gives 1 block a row up to 16,384, 2 up to 2^15, 8 at 2^17.
+// gives 1 block a row up to 16,384, then chunks of at most 8,192 (4 blocks
+// at 20,000 and 2^15, 16 at 2^17).
 std::vector<Variant> BlockRowSplits(int64_t k) {
   if (k < 4096) return {};
   if (k <= 8192) return {Variant::kSplit2, Variant::kSplit4};
-  if (k <= 32768) return {Variant::kSplit2, Variant::kSplit4, Variant::kSplit8};
-  if (k == int64_t{1} << 17) return {Variant::kSplit2};
+  if (k <= 16384) return {Variant::kSplit2, Variant::kSplit4, Variant::kSplit8};
+  if (k <= 32768) return {Variant::kSplit2, Variant::kSplit4};
   return {};
 }
 

@@ -261,8 +261,8 @@ fi
 
 # Session 10 (helper C), issue 11's block-row candidates against block-row
 # itself in the same part: split rows ("block-row-c2x", "-c4x", "-c8x":
-# 2, 4, 8 times the planner's blocks a row, up to 16; K = 4,096 to 2^15,
-# 2^17, and 64 rows of 4,096, 16,384 and 2^17), a thread a draw at one
+# 2, 4, 8 times the planner's blocks a row, up to 16; K = 4,096 to 2^15
+# and 64 rows of 4,096 and 16,384), a thread a draw at one
 # draw ("block-row-td": K = 257 to 16,384; block-row itself draws those by
 # a warp since session 10), and lane groups (K = 32 to 512: 16 lanes a row
 # from 257, against block-row there); about 150 timings.

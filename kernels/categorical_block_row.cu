@@ -1,9 +1,9 @@
 // CategoricalKernel::kBlockRow: one thread block per row of
 // SampleCategorical at a time, the row held in shared memory, for K from a
-// few hundred to 16,384 (float; 8,192 double); past that a cluster of 2, 4
-// or 8 blocks a row (sm_90 thread block clusters; 16, non-portable, where
-// ReplanBlockRowCtas asks), each block holding a
-// chunk of at most 64 KiB where 8 blocks allow (BlockRowCtas), up to 8
+// few hundred to 16,384 (float; 8,192 double); past that a cluster of 2 to
+// 16 blocks a row (sm_90 thread block clusters, 16 non-portable), each
+// holding a chunk of at most 32 KiB up to 16 such chunks (2^17 floats),
+// then of at most 64 KiB where 8 blocks allow (BlockRowCtas), up to 8
 // chunks of what two buffers of a block's shared memory hold. Bits of
 // SampleCategoricalCpu (docs/randomness.md, "Categorical", CAT2).
 //
@@ -667,6 +667,14 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
 int BlockRowCtas(int64_t categories, size_t value_bytes) {
   const int64_t target =
       kBlockRowTargetChunkBytes / static_cast<int64_t>(value_bytes);
+  const int64_t cluster_chunk =
+      kBlockRowClusterChunkBytes / static_cast<int64_t>(value_bytes);
+  if (categories > target &&
+      categories <= kBlockRowMaxSplitCtas * cluster_chunk) {
+    int ctas = 2;
+    while ((categories + ctas - 1) / ctas > cluster_chunk) ctas *= 2;
+    return ctas;
+  }
   int ctas = 1;
   while (ctas < kBlockRowMaxCtas && (categories + ctas - 1) / ctas > target) {
     ctas *= 2;

@@ -417,20 +417,27 @@ TEST(CategoricalCudaHostTest, BlockRowPlansWarpsBuffersAndItsLargestK) {
             std::make_tuple(1, 2, int64_t{1032}));
   EXPECT_EQ(layout(16384, Precision::kFloat32),
             std::make_tuple(1, 16, int64_t{16400}));
-  // Past 16,384 a cluster: chunks of ceil(K / blocks), a multiple of 16.
+  // Past 16,384 a cluster: chunks of ceil(K / blocks), a multiple of 16,
+  // of at most 32 KiB (8,192 floats) up to 16 blocks (2^17), of at most
+  // 64 KiB in up to 8 blocks past that.
   EXPECT_EQ(layout(20000, Precision::kFloat32),
-            std::make_tuple(2, 16, int64_t{10016}));
+            std::make_tuple(4, 8, int64_t{5024}));
   EXPECT_EQ(layout(int64_t{1} << 17, Precision::kFloat32),
-            std::make_tuple(8, 16, int64_t{16400}));
+            std::make_tuple(16, 8, int64_t{8208}));
+  EXPECT_EQ(layout((int64_t{1} << 17) + 16, Precision::kFloat32),
+            std::make_tuple(8, 32, int64_t{16416}));
 
-  // Double: chunks of at most 64 KiB (8,192 values) where 8 blocks allow,
-  // more past 65,536 values.
+  // Double: one block up to 64 KiB (8,192 values), chunks of at most 32 KiB
+  // (4,096 values) up to 16 blocks (65,536), of at most 64 KiB in up to 8
+  // blocks past that.
   EXPECT_EQ(layout(8192, Precision::kFloat64),
             std::make_tuple(1, 8, int64_t{8200}));
   EXPECT_EQ(layout(16384, Precision::kFloat64),
-            std::make_tuple(2, 8, int64_t{8200}));
+            std::make_tuple(4, 4, int64_t{4104}));
   EXPECT_EQ(layout(36172, Precision::kFloat64),
-            std::make_tuple(8, 8, int64_t{4536}));
+            std::make_tuple(16, 4, int64_t{2280}));
+  EXPECT_EQ(layout(65537, Precision::kFloat64),
+            std::make_tuple(8, 16, int64_t{8216}));
   // Every K up to the largest: a block's two buffers and group totals (16
   // floats or 8 doubles a group) within 220 KiB, the most a block may take
   // (227 KiB on an H100, less the static shared memory).

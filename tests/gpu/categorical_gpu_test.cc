@@ -756,7 +756,8 @@ Batch<T> BlockRowBatch(InputRng& rng, int64_t k, WeightKind kind,
 // is and is not 16-byte aligned: consecutive rows of odd K start at every
 // offset, and K < 4 has no aligned middle at all), the contract's blocks of
 // 32, the block sizes (1 warp up to K = 1,024, 16 from 8,193), the cluster
-// sizes (2, 4 and 8 blocks: 16,385, 2^15 + 1, 2^17) and the largest K;
+// sizes (4, 8 and 16 blocks of up to 32 KiB: 16,385, 2^15 + 1, 2^17) and
+// the largest K (8 blocks of up to 64 KiB);
 // D = 1, 4 and 32; weights and logits; every FillRow pattern (zeros of both
 // signs, one dominant weight, subnormal totals, 30 decades).
 TYPED_TEST(CategoricalGpuTest, BlockRowMatchesCpu) {
