@@ -88,32 +88,31 @@
 // block-row-2x (512 values a warp, the same bytes) tells the two apart, and
 // Nsight Compute's warp states would say which stall it is.
 //
-// Session 10 candidates (the benchmark's variants, off in the service's
-// plans until measured):
+// Session 10 (predictions, then the mid-session H100 call, % of copy at
+// 1/4/32 draws):
 //   * Split rows (ReplanBlockRowCtas, "-c2x" / "-c4x" / "-c8x": 2, 4, 8
 //     times the planner's blocks a row, up to a non-portable cluster of
 //     16). At K = 16,384 one block of two 64 KiB buffers (139 KB) fits an
-//     SM: 16 warps, 64 KB in flight, 47.6% of copy. Two blocks of 8,192
-//     take 68 KB each, 3 an SM: 24 warps and 96 KB in flight, the shape of
-//     K = 8,192's 67.2%, less two cluster barriers a row (the chunk sums,
-//     the chunk totals), which other resident blocks now overlap (session
-//     9's 2^15 in two blocks of 16,384, one an SM, ran at half of K =
-//     16,384's rate with nothing to overlap them). Predicted 55-62% at
-//     16,384 and 50-55% at 2^15 (4 blocks of 8,192; warp tiles 35.4%),
-//     and at 2^17 (16 blocks of 8,192, 3 an SM against 1) about 45% for
-//     1,024 rows (30.4% now) and 30% for 64 rows (20.8%: 24 clusters
-//     resident against 16).
-//   * Warp-wide draws (CategoricalPlan::block_row_warp_draws, "-wd"): a
-//     thread's draw is ~5 binary-search steps and a walk of up to 16
-//     values, about 200 instructions and 1,500 cycles of dependent shared
-//     loads and conversions on one lane; WarpDraws takes ~45 warp
-//     instructions a draw (a ballot step or two, one conversion a lane, a
-//     4-step scan). And a row's Philox block 0 (~90 instructions and ~500
-//     cycles on one lane) is formed by warp 0 for 32 rows at a time, a row
-//     a lane: ~3 warp instructions a row. Predicted at one draw: K = 257
-//     25% -> ~33% (about 970 warp instructions a row -> ~720), K = 1,000 to
-//     2,048 +4-6 points (latency-bound rows ~1,500 cycles shorter of ~13k);
-//     at four draws a little less (draws 2 and 3 form their own block).
+//     SM: 16 warps, 64 KB in flight. Two blocks of 8,192 take 68 KB each,
+//     3 an SM: 24 warps and 96 KB in flight, less two cluster barriers a
+//     row. Predicted 55-62% at 16,384, 50-55% at 2^15, ~45% at 2^17.
+//     Measured: splits lose wherever one block holds the row (16,384:
+//     41.3 in 2 blocks against 50.2 in one; 4,096 and 8,192 worse still),
+//     win past it: 2^15 31.2 in 4 blocks of 8,192 and 32.6 in 8 against
+//     25.6 in 2 of 16,384; 2^17 36.7/36.7/33.7 in 16 of 8,192 against
+//     32.1/31.4/28.7 in 8 of 16,384. So BlockRowCtas now takes chunks of
+//     at most 32 KiB past 64 KiB rows (4 blocks at 20,000, 16 at 2^17).
+//   * Warp-wide draws (CategoricalPlan::block_row_warp_draws): a thread's
+//     draw is ~5 binary-search steps and a walk of up to 16 values, about
+//     200 instructions and 1,500 cycles of dependent shared loads and
+//     conversions on one lane; WarpDraws takes ~45 warp instructions a
+//     draw, and warp 0 forms the Philox block 0 of 32 rows at a time.
+//     Predicted at one draw: K = 257 25% -> ~33%, K = 1,000 to 2,048 +4-6
+//     points. Measured at one draw: 26.2 -> 30.9 (257), 62.1 -> 68.9
+//     (1,000), 68.2 -> 74.8 (2,048), 74.3 -> 80.1 (4,096), 71.5 -> 76.7
+//     (8,192), 50.2 -> 54.8 (16,384); at four draws, four warp searches one
+//     after another lost to four threads' side by side (61.3 -> 52.4 at
+//     1,024), so it is on for rows of one draw only.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 

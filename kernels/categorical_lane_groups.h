@@ -15,8 +15,8 @@
 
 namespace sampler::kernels::cuda {
 
-// The largest K the kernel takes (the service routes it up to 256; 257 to
-// 512, 16 lanes a row, is session 10's candidate against block-row).
+// The largest K the kernel takes (16 lanes a row from 257, session 10),
+// and the service routes it up to there.
 inline constexpr int64_t kLaneGroupsMaxCategories = 512;
 
 // Group sizes, one launch each: 1, 2, 4, 8, 16 lanes a row.

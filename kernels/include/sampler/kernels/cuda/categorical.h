@@ -80,20 +80,20 @@ enum class CategoricalKernel {
   // tile ends and a warp scan within the tile per draw. Bits of
   // SampleCategoricalCpu.
   kWarpTiles,
-  // The service's kernel up to K = 256 (categorical_lane_groups.cu; its
+  // The service's kernel up to K = 512 (categorical_lane_groups.cu; its
   // largest):
   // kLanes's tasks of 32 lane-aligned rows, four warps a block, each row
-  // served by a group of 1, 2, 4 or 8 lanes (K up to 32, 64, 128, 256) so
-  // that a warp holds fewer rows in shared memory at once (S_d in the
+  // served by a group of 1, 2, 4, 8 or 16 lanes (K up to 32, 64, 128, 256,
+  // 512) so that a warp holds fewer rows in shared memory at once (S_d in the
   // contract's order by per-member column subtrees merged by shuffles,
-  // chunk totals of 8 or 4 weights in shared memory, a binary search and a
-  // walk per draw). Bits of SampleCategoricalCpu.
+  // chunk totals of 8, 4 or 2 weights in shared memory, a binary search and
+  // a walk per draw). Bits of SampleCategoricalCpu.
   kLaneGroups,
-  // The service's kernel from K = 257 to rows of 64 KiB (16,384 float,
-  // 8,192 double; server/cuda_exec_categorical.cc), and a comparison point
-  // past them (categorical_block_row.cu), K up to
-  // BlockRowMaxCategories: one thread block per row at a time (a cluster
-  // of 2 to 8 blocks past 64 KiB of values, each holding a chunk), the row
+  // The service's kernel from K = 513 to rows of 80,000 bytes and from
+  // 2^15 + 1 to rows of 512 KiB (server/cuda_exec_categorical.cc), K up to
+  // BlockRowMaxCategories (categorical_block_row.cu): one thread block per
+  // row at a time (a cluster of 2 to 16 blocks past 64 KiB of values, each
+  // holding a chunk), the row
   // held in shared memory (the next one arriving by a bulk asynchronous
   // copy while this one is sampled), so that every weight leaves DRAM
   // once; the scale from the blocks' own double sum where that provably
@@ -237,7 +237,7 @@ absl::Status ReplanBlockRowCtas(int64_t categories, int ctas,
 // 1 <= draws <= kMaxCategoricalDraws, kind, no item index past 2^64 - 1,
 // its values inside [0, values_size) and its outputs inside [0, out_size)),
 // for kButterfly reorders the array stably so that segments with K < 64 come
-// first, for kLaneGroups by lanes a row (K up to 32, 64, 128, 256; the
+// first, for kLaneGroups by lanes a row (K up to 32, 64, 128, 256, 512; the
 // order of segments changes no bit of the output), sets
 // task_begin and workspace_offset in place and returns the plan.
 // InvalidArgument naming the segment index and field otherwise, with the
