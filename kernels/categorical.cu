@@ -76,7 +76,7 @@
 // kRowSplit (categorical_row_split.cu), kLanes (categorical_lanes.cu, one
 // row per lane for K up to 128), kWarpTiles (categorical_warp_tiles.cu,
 // one warp per row by tiles of 128 for K up to 2^17) and kLaneGroups
-// (categorical_lane_groups.cu, 1 to 8 lanes a row for K up to 256) live in
+// (categorical_lane_groups.cu, 1 to 16 lanes a row for K up to 512) live in
 // their own files; this one plans and launches them.
 #include <cuda_runtime.h>
 

@@ -619,7 +619,7 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMixedBatch) {
 
 // The kernels for small K: the lane-per-row kernel (K up to 128) and the
 // lane-group kernel (up to 512: 1, 2, 4, 8 or 16 lanes a row, one launch
-// per group size; the service routes it up to 256).
+// per group size).
 constexpr CategoricalKernel kSmallKKernels[] = {CategoricalKernel::kLanes,
                                                 CategoricalKernel::kLaneGroups};
 

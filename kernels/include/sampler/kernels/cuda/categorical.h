@@ -71,8 +71,9 @@ enum class CategoricalKernel {
   // shuffles (S_d in the contract's order, quantization by multiplication,
   // a walk over chunk totals). Bits of SampleCategoricalCpu.
   kLanes,
-  // The service's kernel past kBlockRow's rows (K = 16,385 float, 8,193
-  // double; from 257 before it, 129 before kLaneGroups) to 2^15
+  // The service's kernel past kBlockRow's rows of 80,000 bytes (K = 20,001
+  // float, 10,001 double; 16,385 before session 10, 257 before kBlockRow,
+  // 129 before kLaneGroups) to 2^15
   // (categorical_warp_tiles.cu; its largest K is 2^17): one warp per row as
   // kWarpPerRow, S_d in the contract's column order, then the integer
   // weights by tiles of 128 (one 16-byte load a lane, quantization by
