@@ -249,9 +249,9 @@ fi
 # "warp-tiles-ef" from K = 4096: 149 timings, well under the limit), and
 # the block-row kernel (a row in shared memory, clusters past 16,384) from
 # K = 257 to 2^17, with K = 257, 1000, 1024, 2048 and 20000 added for it,
-# and its "block-row-2x" variant (twice the warps a block), and (session
-# 10) K = 512 with lane groups up to 512: about 270 timings. The session-10
-# block-row variants run in the catblock part only.
+# and (session 10) K = 512 with lane groups up to 512: about 240 timings.
+# Block-row's variants run in the catblock part only ("block-row-2x",
+# twice the warps a block, which lost at every K in session 9, by hand).
 if want categorical; then
   timeout 240 ./categorical_bench --issue --quick \
     --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1
