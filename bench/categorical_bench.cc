@@ -4,17 +4,22 @@
 // run as the ceiling.
 //
 // --issue runs only issue 11's table instead: K = 32, 64, 100, 128, 256,
-// 4096, 8192, 16384, 2^15, 2^17 with D = 1, 4 and 32 draws per row, float32
+// 257, 512, 1000, 1024, 2048, 4096, 8192, 16384, 20000, 2^15, 2^17 with
+// D = 1, 4 and 32 draws per row, float32
 // weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
 // 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128, the lane-group kernel up to 256, the
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (the
+// service's up to 256; 16 lanes a row from 257 is session 10's candidate), the
 // warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
 // from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
 // 2^17, still three rotated inputs) for warp per row, row split and block
 // row, and 64 x 2^17 in logits.
-// Each line gives the fraction of the copy bandwidth.
+// Each line gives the fraction of the copy bandwidth; --csv's last column,
+// `service`, is 1 where the row is what the service runs (the kernel the
+// CUDA backend's CategoricalKernelFor picks for that K and precision, as
+// planned: no variant).
 //
 // Inputs are random weights (or logits) larger than the L2 cache, staged
 // three times through the staging pipeline (staging.h) and rotated so that
@@ -49,6 +54,7 @@
 #include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/status_macros.h"
+#include "server/cuda_exec.h"
 
 namespace sampler::kernels::cuda {
 namespace {
@@ -89,6 +95,10 @@ struct Result {
   double rows_per_s = 0;
   double tb_per_s = 0;
   double fraction_of_copy = 0;
+  // Whether the service runs this row as timed: the kernel the CUDA
+  // backend's CategoricalKernelFor picks for K and the precision, with the
+  // plan as planned (no benchmark variant).
+  bool service = false;
 };
 
 double Median(std::vector<float> v) {
@@ -97,11 +107,51 @@ double Median(std::vector<float> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The label suffix of a benchmark-only variant (Bench::Time's `variant`).
-const char* VariantSuffix(CategoricalKernel kernel, bool variant) {
-  if (!variant) return "";
-  if (kernel == CategoricalKernel::kWarpTiles) return "-ef";
-  return kernel == CategoricalKernel::kBlockRow ? "-2x" : "-cap";
+// A benchmark-only variant of a kernel (Bench::Time).
+enum class Variant {
+  kNone,
+  // The register-capped instances of kButterfly ("-cap"), kWarpTiles's
+  // evict-first second pass ("-ef"), kBlockRow with twice the warps a block
+  // ("-2x").
+  kAlternate,
+  // kBlockRow with 2, 4 or 8 times the planner's blocks a row
+  // (ReplanBlockRowCtas, at most 16): smaller chunks, so more rows in flight
+  // an SM ("-c2x", "-c4x", "-c8x").
+  kSplit2,
+  kSplit4,
+  kSplit8,
+  // kBlockRow with a thread a draw at one draw too, the warp-wide draw of
+  // CategoricalPlan::block_row_warp_draws off ("-td", what ran before
+  // session 10).
+  kThreadDraws,
+};
+
+// The label suffix of a variant.
+const char* VariantSuffix(CategoricalKernel kernel, Variant variant) {
+  switch (variant) {
+    case Variant::kNone:
+      return "";
+    case Variant::kAlternate:
+      if (kernel == CategoricalKernel::kWarpTiles) return "-ef";
+      return kernel == CategoricalKernel::kBlockRow ? "-2x" : "-cap";
+    case Variant::kSplit2:
+      return "-c2x";
+    case Variant::kSplit4:
+      return "-c4x";
+    case Variant::kSplit8:
+      return "-c8x";
+    case Variant::kThreadDraws:
+      return "-td";
+  }
+  return "";
+}
+
+// The factor of a split variant's blocks a row (1 for the others).
+int SplitFactor(Variant variant) {
+  return variant == Variant::kSplit2   ? 2
+         : variant == Variant::kSplit4 ? 4
+         : variant == Variant::kSplit8 ? 8
+                                       : 1;
 }
 
 // The most warps a block-row block takes (kernels/categorical_block_row.h,
@@ -166,11 +216,15 @@ class Bench {
   // `only_rows` > 0 times that many rows instead (at most what fits).
   // `variant`: the kernel's benchmark-only variant, the register-capped
   // instances of kButterfly ("-cap"), kWarpTiles's evict-first second
-  // pass ("-ef") or kBlockRow with twice the warps a block ("-2x", at most
+  // pass ("-ef"), kBlockRow with twice the warps a block ("-2x", at most
   // 32: 512 values a warp instead of 1,024; whether a row's time follows
-  // its values a warp, session 9's open question).
+  // its values a warp, session 9's open question) or kBlockRow's split
+  // rows ("-c2x" ...: session 10, more rows in flight an SM at K = 16,384
+  // and past it, where two 64 KiB buffers allow one block an SM) or its
+  // thread draws at one draw ("-td": session 10 made the warp-wide draw the
+  // plan's).
   template <typename T>
-  absl::StatusOr<Result> Time(CategoricalKernel kernel, bool variant,
+  absl::StatusOr<Result> Time(CategoricalKernel kernel, Variant variant,
                               WeightKind kind, int64_t k, int32_t draws,
                               double copy_tb, int64_t only_rows = 0) {
     const int64_t fit = static_cast<int64_t>(bytes_ / sizeof(T)) / k;
@@ -183,15 +237,21 @@ class Bench {
                                 .status());
     SAMPLER_RETURN_IF_ERROR(builder.Finish());
     CategoricalPlan& plan = builder.mutable_plan();
+    const bool alternate = variant == Variant::kAlternate;
     if (kernel == CategoricalKernel::kWarpTiles) {
-      plan.warp_tiles_evict_first = variant;
+      plan.warp_tiles_evict_first = alternate;
     } else if (kernel == CategoricalKernel::kBlockRow) {
-      if (variant) {
+      if (alternate) {
         plan.block_row_warps =
             std::min(2 * plan.block_row_warps, kBlockRowLargestWarps);
       }
+      if (variant == Variant::kThreadDraws) plan.block_row_warp_draws = false;
+      if (SplitFactor(variant) > 1) {
+        SAMPLER_RETURN_IF_ERROR(ReplanBlockRowCtas(
+            k, SplitFactor(variant) * plan.block_row_ctas, &plan));
+      }
     } else {
-      plan.register_cap = variant;
+      plan.register_cap = alternate;
     }
     std::vector<StagedBatch> staged;
     for (int i = 0; i < kBuffers; ++i) {
@@ -228,6 +288,11 @@ class Bench {
     r.rows_per_s = rows / (r.median_us * 1e-6);
     r.tb_per_s = bytes / (r.median_us * 1e-6) / 1e12;
     r.fraction_of_copy = r.tb_per_s / copy_tb;
+    r.service =
+        variant == Variant::kNone &&
+        server::CategoricalKernelFor(k, std::is_same_v<T, double>
+                                            ? Precision::kFloat64
+                                            : Precision::kFloat32) == kernel;
     return r;
   }
 
@@ -276,9 +341,25 @@ void Print(const Result& r) {
 // (kernels/categorical_lanes.h, categorical_lane_groups.h, private to the
 // library; PrepareCategoricalSegments refuses more).
 constexpr int64_t kLanesLargestK = 128;
-constexpr int64_t kLaneGroupsLargestK = 256;
+constexpr int64_t kLaneGroupsLargestK = 512;
 // And of the warp-tiles kernel (kernels/categorical_warp_tiles.h).
 constexpr int64_t kWarpTilesLargestK = int64_t{1} << 17;
+// Where the table runs block-row from: 257, past the lane groups of 8 (the
+// service runs lane groups of 16 up to 512 since session 10; block-row
+// stays beside them there).
+constexpr int64_t kBlockRowSmallestK = 257;
+
+// The block-row split variants measured at K (float32): those whose blocks a
+// row stay at most 16, from K = 4,096 (a block of 4 warps) on; the planner
+// gives 1 block a row up to 16,384, then chunks of at most 8,192 (4 blocks
+// at 20,000 and 2^15, 16 at 2^17).
+std::vector<Variant> BlockRowSplits(int64_t k) {
+  if (k < 4096) return {};
+  if (k <= 8192) return {Variant::kSplit2, Variant::kSplit4};
+  if (k <= 16384) return {Variant::kSplit2, Variant::kSplit4, Variant::kSplit8};
+  if (k <= 32768) return {Variant::kSplit2, Variant::kSplit4};
+  return {};
+}
 
 int Main(int argc, char** argv) {
   bool quick = false;
@@ -306,7 +387,8 @@ int Main(int argc, char** argv) {
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
-          "block-row|block-row-2x]\n",
+          "block-row|block-row-2x|block-row-c2x|block-row-c4x|"
+          "block-row-c8x|block-row-td]\n",
           argv[0]);
       return 2;
     }
@@ -332,18 +414,34 @@ int Main(int argc, char** argv) {
 
   std::vector<Result> results;
   const auto run = [&](auto tag, CategoricalKernel kernel, WeightKind kind,
-                       int64_t k, int32_t draws, bool cap = false,
+                       int64_t k, int32_t draws,
+                       Variant variant = Variant::kNone,
                        int64_t only_rows = 0) {
     using T = decltype(tag);
-    const std::string label =
-        absl::StrCat(CategoricalKernelName(kernel), VariantSuffix(kernel, cap));
+    const std::string label = absl::StrCat(CategoricalKernelName(kernel),
+                                           VariantSuffix(kernel, variant));
     if ((only_k != 0 && k != only_k) ||
         (only_draws != 0 && draws != only_draws) ||
         (!only_kernel.empty() && label != only_kernel)) {
       return;
     }
+    // Block-row's variants run only when --kernel names them (session 10's
+    // in gpu_session.sh's catblock part; "-2x", which lost at every K in
+    // session 9, by hand), so that the whole table stays within its part's
+    // time.
+    const bool block_row_variant =
+        kernel == CategoricalKernel::kBlockRow && variant != Variant::kNone;
+    if (only_kernel.empty() && block_row_variant) return;
     absl::StatusOr<Result> r =
-        bench.Time<T>(kernel, cap, kind, k, draws, *copy, only_rows);
+        bench.Time<T>(kernel, variant, kind, k, draws, *copy, only_rows);
+    if (!r.ok() && SplitFactor(variant) > 1) {
+      // A split the device cannot hold (a cluster of 16 that no GPC
+      // schedules, say): say so and go on.
+      std::printf("%s K=%lld D=%d skipped: %s\n", label.c_str(),
+                  static_cast<long long>(k), draws,
+                  std::string(r.status().message()).c_str());
+      return;
+    }
     BENCH_CHECK(r.status());
     Print(*r);
     results.push_back(*r);
@@ -355,9 +453,9 @@ int Main(int argc, char** argv) {
   // and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
     // Issue 11's K (2^15 = 32768, 2^17 = 131072) and the block-row range.
-    std::vector<int64_t> issue_ks = {32,   64,    100,   128,   256,
-                                     257,  1000,  1024,  2048,  4096,
-                                     8192, 16384, 20000, 32768, 131072};
+    std::vector<int64_t> issue_ks = {32,    64,    100,   128,   256,  257,
+                                     512,   1000,  1024,  2048,  4096, 8192,
+                                     16384, 20000, 32768, 131072};
     if (only_k != 0 &&
         std::find(issue_ks.begin(), issue_ks.end(), only_k) == issue_ks.end()) {
       issue_ks.push_back(only_k);  // --k: any K
@@ -384,16 +482,24 @@ int Main(int argc, char** argv) {
         }
         if (k >= 4096 && k <= kWarpTilesLargestK) {  // lever 2's candidate
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,
-              draws, true);
+              draws, Variant::kAlternate);
         }
-        if (k > kLaneGroupsLargestK && k <= block_row_largest_k) {
+        if (k >= kBlockRowSmallestK && k <= block_row_largest_k) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws);
         }
-        if (k > kLaneGroupsLargestK && k <= block_row_largest_k &&
+        if (k >= kBlockRowSmallestK && k <= block_row_largest_k &&
             (k <= 16384 || k == 131072)) {  // twice the warps
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
-              draws, true);
+              draws, Variant::kAlternate);
+        }
+        for (Variant split : BlockRowSplits(k)) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, split);
+        }
+        if (k >= kBlockRowSmallestK && k <= 16384 && draws == 1) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, Variant::kThreadDraws);
         }
       }
     }
@@ -405,7 +511,12 @@ int Main(int argc, char** argv) {
         for (CategoricalKernel kernel :
              {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit,
               CategoricalKernel::kBlockRow}) {
-          run(float{}, kernel, WeightKind::kWeights, k, draws, false, kFewRows);
+          run(float{}, kernel, WeightKind::kWeights, k, draws, Variant::kNone,
+              kFewRows);
+        }
+        for (Variant split : BlockRowSplits(k)) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, split, kFewRows);
         }
       }
     }
@@ -413,8 +524,12 @@ int Main(int argc, char** argv) {
     for (CategoricalKernel kernel :
          {CategoricalKernel::kWarpPerRow, CategoricalKernel::kRowSplit,
           CategoricalKernel::kBlockRow}) {
-      run(float{}, kernel, WeightKind::kLogits, int64_t{1} << 17, 1, false,
-          kFewRows);
+      run(float{}, kernel, WeightKind::kLogits, int64_t{1} << 17, 1,
+          Variant::kNone, kFewRows);
+    }
+    for (Variant split : BlockRowSplits(int64_t{1} << 17)) {
+      run(float{}, CategoricalKernel::kBlockRow, WeightKind::kLogits,
+          int64_t{1} << 17, 1, split, kFewRows);
     }
   };
   if (issue) {
@@ -431,7 +546,7 @@ int Main(int argc, char** argv) {
       }
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kButterfly, WeightKind::kWeights, k, 1,
-          true);
+          Variant::kAlternate);
       run(float{}, CategoricalKernel::kWarpPerRow, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k, 1);
       run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k, 1);
@@ -487,13 +602,13 @@ int Main(int argc, char** argv) {
     std::fprintf(f, "device,%s\ncopy_tb_per_s,%.4f\n", prop.name, *copy);
     std::fprintf(f,
                  "kernel,precision,kind,K,rows,draws,median_us,min_us,"
-                 "rows_per_s,tb_per_s,fraction_of_copy\n");
+                 "rows_per_s,tb_per_s,fraction_of_copy,service\n");
     for (const Result& r : results) {
-      std::fprintf(f, "%s,%s,%s,%lld,%lld,%d,%.2f,%.2f,%.4g,%.4f,%.4f\n",
+      std::fprintf(f, "%s,%s,%s,%lld,%lld,%d,%.2f,%.2f,%.4g,%.4f,%.4f,%d\n",
                    r.kernel.c_str(), r.precision.c_str(), r.kind.c_str(),
                    static_cast<long long>(r.k), static_cast<long long>(r.rows),
                    r.draws, r.median_us, r.min_us, r.rows_per_s, r.tb_per_s,
-                   r.fraction_of_copy);
+                   r.fraction_of_copy, r.service ? 1 : 0);
     }
     std::fclose(f);
   }

@@ -6,9 +6,9 @@
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
 # service floor multi wire pb small smallprof plan crossover upload unary
-# categorical enumerate.
+# categorical catblock enumerate tensor.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical enumerate tensor}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical catblock enumerate tensor}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -249,13 +249,31 @@ fi
 # "warp-tiles-ef" from K = 4096: 149 timings, well under the limit), and
 # the block-row kernel (a row in shared memory, clusters past 16,384) from
 # K = 257 to 2^17, with K = 257, 1000, 1024, 2048 and 20000 added for it,
-# and its "block-row-2x" variant (twice the warps a block): about 250
-# timings.
+# and (session 10) K = 512 with lane groups up to 512: about 240 timings.
+# Block-row's variants run in the catblock part only ("block-row-2x",
+# twice the warps a block, which lost at every K in session 9, by hand).
 if want categorical; then
   timeout 240 ./categorical_bench --issue --quick \
     --csv "$work/categorical_issue.csv" > "$work/categorical_issue.log" 2>&1
   summary "categorical issue table: rc=$? $(grep -E 'copy' \
     "$work/categorical_issue.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+fi
+
+# Session 10 (helper C), issue 11's block-row candidates against block-row
+# itself in the same part: split rows ("block-row-c2x", "-c4x", "-c8x":
+# 2, 4, 8 times the planner's blocks a row, up to 16; K = 4,096 to 2^15
+# and 64 rows of 4,096 and 16,384), a thread a draw at one
+# draw ("block-row-td": K = 257 to 16,384; block-row itself draws those by
+# a warp since session 10), and lane groups (K = 32 to 512: 16 lanes a row
+# from 257, against block-row there); about 150 timings.
+if want catblock; then
+  for label in block-row block-row-c2x block-row-c4x block-row-c8x \
+      block-row-td lane-groups; do
+    timeout 100 ./categorical_bench --issue --quick --kernel $label \
+      --csv "$work/catblock_$label.csv" >> "$work/catblock.log" 2>&1
+    summary "categorical $label: rc=$? $(grep -E "^$label " \
+      "$work/catblock.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+  done
 fi
 
 # The enumeration kernels (issue 11): enumerate_bench at every size, float

@@ -76,7 +76,7 @@
 // kRowSplit (categorical_row_split.cu), kLanes (categorical_lanes.cu, one
 // row per lane for K up to 128), kWarpTiles (categorical_warp_tiles.cu,
 // one warp per row by tiles of 128 for K up to 2^17) and kLaneGroups
-// (categorical_lane_groups.cu, 1 to 8 lanes a row for K up to 256) live in
+// (categorical_lane_groups.cu, 1 to 16 lanes a row for K up to 512) live in
 // their own files; this one plans and launches them.
 #include <cuda_runtime.h>
 
@@ -997,8 +997,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         [&](const CategoricalSegment& s) { return !multi_block(s); });
   }
 
-  // kLaneGroups: one launch per group size (1, 2, 4, 8 lanes a row), in
-  // order.
+  // kLaneGroups: one launch per group size (1, 2, 4, 8, 16 lanes a row),
+  // in order.
   if (kernel == CategoricalKernel::kLaneGroups) {
     std::stable_sort(
         segments.begin(), segments.end(),
@@ -1062,7 +1062,7 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         max_categories = std::max(max_categories, s.categories);
         break;
       case CategoricalKernel::kLaneGroups:
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < kLaneGroupSizes; ++i) {
           if (LaneGroupLanes(s.categories) <= (1 << i)) {
             plan.lane_group_ends[i] = tasks;
           }
@@ -1094,10 +1094,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
   if (kernel == CategoricalKernel::kBlockRow && max_categories > 0) {
     // The largest K wants the most blocks and, with them, the largest chunk.
     const size_t value_bytes = precision == Precision::kFloat64 ? 8 : 4;
-    plan.block_row_ctas = BlockRowCtas(max_categories, value_bytes);
-    const int64_t chunk = BlockRowChunk(max_categories, plan.block_row_ctas);
-    plan.block_row_warps = BlockRowWarps(chunk);
-    plan.block_row_slots = BlockRowSlots(chunk, value_bytes);
+    PlanBlockRow(max_categories, BlockRowCtas(max_categories, value_bytes),
+                 value_bytes, &plan);
   }
   plan.workspace_bytes = static_cast<size_t>(workspace) * sizeof(U);
 

@@ -1,8 +1,9 @@
 // CategoricalKernel::kBlockRow: one thread block per row of
 // SampleCategorical at a time, the row held in shared memory, for K from a
-// few hundred to 16,384 (float; 8,192 double); past that a cluster of 2, 4
-// or 8 blocks a row (sm_90 thread block clusters), each block holding a
-// chunk of at most 64 KiB where 8 blocks allow (BlockRowCtas), up to 8
+// few hundred to 16,384 (float; 8,192 double); past that a cluster of 2 to
+// 16 blocks a row (sm_90 thread block clusters, 16 non-portable), each
+// holding a chunk of at most 32 KiB up to 16 such chunks (2^17 floats),
+// then of at most 64 KiB where 8 blocks allow (BlockRowCtas), up to 8
 // chunks of what two buffers of a block's shared memory hold. Bits of
 // SampleCategoricalCpu (docs/randomness.md, "Categorical", CAT2).
 //
@@ -86,6 +87,32 @@
 // warp, and equally bytes in flight (96 KB against 64 KB); the benchmark's
 // block-row-2x (512 values a warp, the same bytes) tells the two apart, and
 // Nsight Compute's warp states would say which stall it is.
+//
+// Session 10 (predictions, then the mid-session H100 call, % of copy at
+// 1/4/32 draws):
+//   * Split rows (ReplanBlockRowCtas, "-c2x" / "-c4x" / "-c8x": 2, 4, 8
+//     times the planner's blocks a row, up to a non-portable cluster of
+//     16). At K = 16,384 one block of two 64 KiB buffers (139 KB) fits an
+//     SM: 16 warps, 64 KB in flight. Two blocks of 8,192 take 68 KB each,
+//     3 an SM: 24 warps and 96 KB in flight, less two cluster barriers a
+//     row. Predicted 55-62% at 16,384, 50-55% at 2^15, ~45% at 2^17.
+//     Measured: splits lose wherever one block holds the row (16,384:
+//     41.3 in 2 blocks against 50.2 in one; 4,096 and 8,192 worse still),
+//     win past it: 2^15 31.2 in 4 blocks of 8,192 and 32.6 in 8 against
+//     25.6 in 2 of 16,384; 2^17 36.7/36.7/33.7 in 16 of 8,192 against
+//     32.1/31.4/28.7 in 8 of 16,384. So BlockRowCtas now takes chunks of
+//     at most 32 KiB past 64 KiB rows (4 blocks at 20,000, 16 at 2^17).
+//   * Warp-wide draws (CategoricalPlan::block_row_warp_draws): a thread's
+//     draw is ~5 binary-search steps and a walk of up to 16 values, about
+//     200 instructions and 1,500 cycles of dependent shared loads and
+//     conversions on one lane; WarpDraws takes ~45 warp instructions a
+//     draw, and warp 0 forms the Philox block 0 of 32 rows at a time.
+//     Predicted at one draw: K = 257 25% -> ~33%, K = 1,000 to 2,048 +4-6
+//     points. Measured at one draw: 26.2 -> 30.9 (257), 62.1 -> 68.9
+//     (1,000), 68.2 -> 74.8 (2,048), 74.3 -> 80.1 (4,096), 71.5 -> 76.7
+//     (8,192), 50.2 -> 54.8 (16,384); at four draws, four warp searches one
+//     after another lost to four threads' side by side (61.3 -> 52.4 at
+//     1,024), so it is on for rows of one draw only.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -132,8 +159,9 @@ constexpr int kGroup = kGroupVecs* kPerVec<T>;
 
 template <typename T>
 struct BlockRowParams : SegmentedParams<T> {
-  int64_t tasks;  // rows in the launch
-  int64_t slots;  // values a row buffer holds
+  int64_t tasks;    // rows in the launch
+  int64_t slots;    // values a row buffer holds
+  bool warp_draws;  // CategoricalPlan::block_row_warp_draws
 };
 
 // ------------------------------------------ bulk copies on an mbarrier --
@@ -308,14 +336,87 @@ __device__ __forceinline__ V ClusterCombine(V mine, V ChunkSlots::*field,
   }
 }
 
+// The draws of a row of one block (at most kBlockRowWarpDrawsUpTo, 32 at
+// most) by one whole warp, one draw after another: lane d forms X of draw
+// d, then for each draw the warp finds the first group whose prefix exceeds
+// X by 32-way steps (one shared load a lane and a ballot a step: two steps
+// up to 1,024 groups), and the category within it by an inclusive scan of
+// its kGroup integers across lanes and a ballot: the first j with
+// X < C_j + q_j, the thread-per-draw search's category (prefixes are exact
+// integers, so both find the unique j with C_j <= X < C_j + q_j). Why: a
+// thread's binary search and walk of up to 16 values is a chain of about
+// 20 dependent shared loads and conversions run by one lane while the other
+// 31 wait (session 9: at K = 257 a row costs about 970 warp instructions,
+// a one-warp block issue-bound). Philox block 0 of the row (draws 0 and 1)
+// comes from lane `ahead_lane`'s `ahead` (BlockRowKernel forms it with the
+// blocks of 31 other rows); lanes 2 and 3 form block 1 themselves.
+template <typename T, typename Quantize>
+__device__ __forceinline__ void WarpDraws(const CategoricalSegment& seg,
+                                          uint64_t item, U total,
+                                          const U* groups, int n_groups,
+                                          const T* buf, Quantize quantize,
+                                          int lane, int64_t category_of_slot0,
+                                          const PhiloxBlock& ahead,
+                                          int ahead_lane, int32_t* out) {
+  const int32_t draws = seg.draws;
+  PhiloxBlock block0;
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    block0.v[w] = __shfl_sync(kFullMask, ahead.v[w], ahead_lane);
+  }
+  U x_mine = 0;
+  if (lane < draws) {
+    const PhiloxBlock block = lane < cat::kDrawsPerBlock
+                                  ? block0
+                                  : cat::DrawBlock(seg.seed, item, lane);
+    x_mine = cat::MulHi64(cat::DrawBits(block, lane), total);
+  }
+  int chosen_mine = 0;
+  for (int32_t d = 0; d < draws; ++d) {
+    const U x = __shfl_sync(kFullMask, x_mine, d);
+    // groups[lo, lo + n) holds the answer; groups[lo + n - 1] > x.
+    int lo = 0;
+    int n = n_groups;
+    while (n > 1) {
+      const int step = (n + kWarpSize - 1) / kWarpSize;
+      const int end = min((lane + 1) * step, n);  // one past this lane's part
+      // Lanes past the range vote yes; a lane of it does first (its last).
+      const bool exceeds = lane * step >= n || x < groups[lo + end - 1];
+      const int f = __ffs(__ballot_sync(kFullMask, exceeds)) - 1;
+      lo += f * step;
+      n = min(step, n - f * step);
+    }
+    const int first = kGroup<T> * lo;
+    U running = lane < kGroup<T> ? quantize(buf[first + lane]) : 0;
+#pragma unroll
+    for (int o = 1; o < kGroup<T>; o *= 2) {
+      const U up = __shfl_up_sync(kFullMask, running, o);
+      if (lane >= o) running += up;
+    }
+    const U before = lo > 0 ? groups[lo - 1] : 0;
+    const int c = __ffs(__ballot_sync(
+                      kFullMask, lane < kGroup<T> && x - before < running)) -
+                  1;
+    if (lane == d) chosen_mine = first + c;
+  }
+  if (lane < draws) {
+    out[lane] = static_cast<int32_t>(category_of_slot0 + chosen_mine);
+  }
+}
+
 // The block's work on one row (its chunk) in `buf` (its copy complete, its
 // edges and pads stored): the scale, the group totals and their prefixes,
-// the draws (those whose X falls in this chunk).
+// the draws (those whose X falls in this chunk). `warp_draws`: a row of
+// one block with at most kBlockRowWarpDrawsUpTo draws takes them by
+// WarpDraws (warp 0), with the row's Philox block 0 in lane `ahead_lane`'s
+// `ahead`.
 template <int kCtas, typename T>
 __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
                                           U* groups, double* scratch_double,
                                           U* scratch_u64, ChunkSlots* slots,
-                                          int32_t* out_base) {
+                                          int32_t* out_base, bool warp_draws,
+                                          const PhiloxBlock& ahead,
+                                          int ahead_lane) {
   const int t = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
   const int warps = threads / kWarpSize;
@@ -442,6 +543,14 @@ __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
   // serves those in its chunk).
   const uint64_t item = seg.first_row + static_cast<uint64_t>(r.row);
   int32_t* out = out_base + seg.out_offset + r.row * seg.draws;
+  if (kCtas == 1 && warp_draws && seg.draws <= kBlockRowWarpDrawsUpTo) {
+    // Every lane of warp 0 (the block's barriers are outside SampleRow).
+    if (warp == 0) {
+      WarpDraws(seg, item, total, groups, static_cast<int>(r.groups), buf,
+                quantize, lane, r.first - m, ahead, ahead_lane, out);
+    }
+    return;
+  }
   for (int32_t d = t; d < seg.draws; d += threads) {
     const U x_row = cat::MulHi64(
         cat::DrawBits(cat::DrawBlock(seg.seed, item, d), d), total);
@@ -506,8 +615,24 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __syncthreads();
   Edge<T> edge = QueueRow<kCtas>(p, task, rank, buf0, &bars[0]);
 
+  // Warp-wide draws: lane l of warp 0 holds Philox block 0 of the row 32
+  // rows on from the last multiple of 32 rows (row i + l of this block's
+  // walk), formed 32 rows at a time: one Philox a row spread over the
+  // warp, not one lane's chain of ~90 instructions a row.
+  PhiloxBlock ahead{};
+  const bool warp_draws = kCtas == 1 && p.warp_draws;
   for (int64_t i = 0; task < p.tasks; ++i, task += clusters) {
     const int b = static_cast<int>(i & 1);
+    if (warp_draws && t < kWarpSize && i % kWarpSize == 0) {
+      const int64_t later = task + t * clusters;
+      if (later < p.tasks) {
+        const CategoricalSegment& seg =
+            FindSegment(p.segments, p.num_segments, later);
+        ahead = cat::DrawBlock(
+            seg.seed,
+            seg.first_row + static_cast<uint64_t>(later - seg.task_begin), 0);
+      }
+    }
     T* const buf = b == 0 ? buf0 : buf1;
     const RowRef<T> r = RowOf<kCtas>(p, task, rank);
     // The edges and the zero pads of this row (the copy writes other
@@ -524,7 +649,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     BarrierWait(&bars[b], static_cast<unsigned>((i >> 1) & 1));
     __syncthreads();
     SampleRow<kCtas>(r, rank, buf, groups, scratch_double, scratch_u64,
-                     &slot_sets[b], p.out);
+                     &slot_sets[b], p.out, warp_draws, ahead,
+                     static_cast<int>(i % kWarpSize));
     __syncthreads();  // the buffer and the group totals free again
   }
   if constexpr (kCtas > 1) {
@@ -540,11 +666,49 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
 int BlockRowCtas(int64_t categories, size_t value_bytes) {
   const int64_t target =
       kBlockRowTargetChunkBytes / static_cast<int64_t>(value_bytes);
+  const int64_t cluster_chunk =
+      kBlockRowClusterChunkBytes / static_cast<int64_t>(value_bytes);
+  if (categories > target &&
+      categories <= kBlockRowMaxSplitCtas * cluster_chunk) {
+    int ctas = 2;
+    while ((categories + ctas - 1) / ctas > cluster_chunk) ctas *= 2;
+    return ctas;
+  }
   int ctas = 1;
   while (ctas < kBlockRowMaxCtas && (categories + ctas - 1) / ctas > target) {
     ctas *= 2;
   }
   return ctas;
+}
+
+void PlanBlockRow(int64_t categories, int ctas, size_t value_bytes,
+                  CategoricalPlan* plan) {
+  plan->block_row_ctas = ctas;
+  const int64_t chunk = BlockRowChunk(categories, ctas);
+  plan->block_row_warps = BlockRowWarps(chunk);
+  plan->block_row_slots = BlockRowSlots(chunk, value_bytes);
+}
+
+absl::Status ReplanBlockRowCtas(int64_t categories, int ctas,
+                                CategoricalPlan* plan) {
+  if (plan->kernel != CategoricalKernel::kBlockRow || categories < 1 ||
+      (ctas != 1 && ctas != 2 && ctas != 4 && ctas != 8 &&
+       ctas != kBlockRowMaxSplitCtas)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReplanBlockRowCtas: no block-row plan of ", ctas,
+                     " blocks a row for K = ", categories));
+  }
+  const size_t value_bytes = plan->precision == Precision::kFloat64 ? 8 : 4;
+  CategoricalPlan replanned = *plan;
+  PlanBlockRow(categories, ctas, value_bytes, &replanned);
+  if (BlockRowSmemBytes(replanned.block_row_slots, value_bytes) >
+      kBlockRowMaxSmemBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReplanBlockRowCtas: K = ", categories, " in ", ctas,
+                     " blocks a row exceeds a block's shared memory"));
+  }
+  *plan = replanned;
+  return absl::OkStatus();
 }
 
 int64_t BlockRowChunk(int64_t categories, int ctas) {
@@ -605,6 +769,10 @@ absl::Status LaunchWith(const CategoricalPlan& plan,
   SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
       kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
       cudaSharedmemCarveoutMaxShared));
+  if constexpr (kCtas > 8) {  // past the portable cluster size
+    SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(kCtas);
   config.blockDim = dim3(threads);
@@ -665,6 +833,10 @@ absl::Status LaunchCategoricalBlockRow(const CategoricalPlan& plan,
       SegmentedParamsOf(plan, segments, values, out);
   params.tasks = plan.tasks;
   params.slots = plan.block_row_slots;
+  params.warp_draws = plan.block_row_warp_draws;
+  if (plan.block_row_ctas == kBlockRowMaxSplitCtas) {  // ReplanBlockRowCtas
+    return LaunchWith<T, kBlockRowMaxSplitCtas>(plan, params, stream);
+  }
   return LaunchForClusterSize(plan.block_row_ctas, "block-row", [&](auto ctas) {
     return LaunchWith<T, decltype(ctas)::value>(plan, params, stream);
   });

@@ -1,6 +1,6 @@
 // CategoricalKernel::kLaneGroups: each row of SampleCategorical served by a
-// group of G = 1, 2, 4 or 8 lanes (K up to 32, 64, 128, 256), four warps a
-// block.
+// group of G = 1, 2, 4, 8 or 16 lanes (K up to 32, 64, 128, 256, 512), four
+// warps a block.
 // Bits of SampleCategoricalCpu (docs/randomness.md, section "Categorical",
 // CAT2).
 //
@@ -67,6 +67,25 @@
 // Predicted: K = 100 at or above kLanes's K = 32 (56.8%), K = 32 a little
 // above it, K = 256 above warp tiles' 29.8%; D = 32 unchanged per draw,
 // but a row's draws now run on G lanes.
+//
+// G = 16 (K = 257 to 512, session 10; the service routes block-row there
+// until measured): block-row runs K = 257 at 25% of copy, issue-bound on
+// a row a one-warp block (about 970 warp instructions a row: six block
+// barriers, block reductions and scan, and one lane's draw). Here a warp
+// takes 2 rows a round; chunks of 2 weights (a member owns 2 columns), whose
+// running totals the group forms by a 16-lane scan a block of 32 (4
+// shuffle steps) rather than one member's serial pass over up to 256
+// chunk ends. A warp holds 2 x 513 values and 2 x 257 chunk ends at K = 512
+// (8.2 KB: 6 blocks an SM by shared memory, 24 warps), 2 x 257 and 2 x 129
+// at K = 257 (4.1 KB: 10 blocks by registers, 40 warps).
+// Predicted per row at K = 257: load ~10, S_d ~25, quantization and scan
+// ~9 blocks x 12 ~ 110, one draw (member 0: Philox, an 8-step binary
+// search, a walk of at most 2) ~120 a round, which its 2 rows share: about
+// 200-250 warp instructions a row against block-row's 970, so about 45-55%
+// of copy at K = 257 to 512 (K = 256 at G = 8: 57%). Measured (H100,
+// session 10 mid-session call, 1/4/32 draws): 41.7/37.9/41.1 at 257 and
+// 48.6/45.2/46.1 at 512, against block-row's 26.2/25.4/27.0 and
+// 44.4/42.7/43.5; the service routes lane groups up to 512 since.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -102,9 +121,9 @@ constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
 constexpr int MinBlocks(bool staged) { return staged ? 8 : 10; }
 // Weights per chunk: one running total is stored per chunk, and a draw
 // walks at most this many weights; 4 for groups of 8 lanes (4 columns a
-// member), 8 otherwise.
+// member), 2 for 16 (2 columns), 8 otherwise.
 __host__ __device__ constexpr int ChunkSizeFor(int group_lanes) {
-  return group_lanes == 8 ? 4 : 8;
+  return group_lanes == 16 ? 2 : group_lanes == 8 ? 4 : 8;
 }
 __host__ __device__ constexpr int ChunkSize(int64_t categories) {
   return ChunkSizeFor(LaneGroupLanes(categories));
@@ -129,10 +148,13 @@ __host__ __device__ constexpr int64_t ChunkStride(int64_t categories) {
   return Chunks(categories) | 1;
 }
 // Draws of a row staged in shared memory before the warp writes them out
-// together, at an odd stride in int32: 8 (16 at G = 8, so that every
+// together, at an odd stride in int32: 8 (16 at G = 8, 32 at 16, so that every
 // member has a Philox block; 4 at G = 1, which holds 32 rows a round).
 __host__ __device__ constexpr int DrawBatchFor(int group_lanes) {
-  return group_lanes == 1 ? 4 : group_lanes == 8 ? 16 : 8;
+  return group_lanes == 1    ? 4
+         : group_lanes == 8  ? 16
+         : group_lanes == 16 ? 32
+                             : 8;
 }
 __host__ __device__ constexpr int StageStride(int64_t categories) {
   return DrawBatchFor(LaneGroupLanes(categories)) + 1;
@@ -216,6 +238,49 @@ __device__ __forceinline__ int ChunkEnd(int c, int remnant,
                             : remnant + kChunk * (c - remnant_chunks + 1);
 }
 
+// Groups of 16 (K = 257 to 512, chunks of 2: up to 256 a row, too many for
+// one member's running sum): the chunk totals of the remnant (at most 16
+// chunks, one a member) and then of each block (one a member) are scanned
+// across the group's lanes and carried on, so every member writes the
+// running totals of its own chunks. The same integers as one member's
+// running sum (exact).
+template <typename T>
+__device__ __forceinline__ U Group16ChunkEnds(const T* row, U* ends, int k,
+                                              int member, unsigned mask,
+                                              cat::ScaleFactors<T> factors) {
+  constexpr int kChunk = ChunkSizeFor(16);
+  const int remnant = static_cast<int>(cat::RemnantSize(k));
+  const int blocks = static_cast<int>(cat::NumBlocks(k));
+  const int remnant_chunks = (remnant + kChunk - 1) / kChunk;  // <= 16
+  // Inclusive scan over the group's 16 lanes, then the carry by its total.
+  U carry = 0;
+  const auto scan_and_store = [&](U mine, int chunk) {
+#pragma unroll
+    for (int o = 1; o < 16; o *= 2) {
+      const U up = __shfl_up_sync(mask, mine, o, 16);
+      if (member >= o) mine = mine + up;
+    }
+    if (chunk >= 0) ends[chunk] = carry + mine;
+    carry = carry + __shfl_sync(mask, mine, 15, 16);
+  };
+  U mine = 0;
+  if (member < remnant_chunks) {
+    const int end = ChunkEnd<kChunk>(member, remnant, remnant_chunks);
+    for (int j = kChunk * member; j < end; ++j) {
+      mine = mine + cat::QuantizeByMultiply(row[j], factors);
+    }
+  }
+  scan_and_store(mine, member < remnant_chunks ? member : -1);
+  for (int b = 0; b < blocks; ++b) {
+    const T* chunk = row + remnant + kWarpSize * b + kChunk * member;
+    scan_and_store(cat::QuantizeByMultiply(chunk[0], factors) +
+                       cat::QuantizeByMultiply(chunk[1], factors),
+                   remnant_chunks + 16 * b + member);
+  }
+  __syncwarp(mask);  // every member's draws read every chunk end
+  return carry;
+}
+
 // The running totals C at every chunk's end (ends[c]), every member's
 // chunks quantized by that member: the remnant's chunks m, m + G, ... and,
 // in every block, the chunks of member m's columns. Returns Q.
@@ -223,6 +288,9 @@ template <typename T, int G>
 __device__ __forceinline__ U GroupChunkEnds(const T* row, U* ends, int k,
                                             int member, unsigned mask,
                                             cat::ScaleFactors<T> factors) {
+  if constexpr (G == 16) {
+    return Group16ChunkEnds<T>(row, ends, k, member, mask, factors);
+  }
   constexpr int kCols = kWarpSize / G;
   constexpr int kChunk = ChunkSizeFor(G);
   constexpr int kChunksPerBlock = kWarpSize / kChunk;
@@ -301,7 +369,7 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
                                         int64_t task, int lane,
                                         WarpArea<T> area) {
   constexpr int kRows = kWarpSize / G;
-  const int k = static_cast<int>(seg.categories);  // <= 256
+  const int k = static_cast<int>(seg.categories);  // <= 512
   const int32_t draws = seg.draws;
   const int remnant = static_cast<int>(cat::RemnantSize(k));
   const int chunks = static_cast<int>(Chunks(k));
@@ -480,8 +548,10 @@ absl::Status LaunchCategoricalLaneGroups(const CategoricalPlan& plan,
                                               warp_bytes, staged, stream));
   SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 4>)(params, ends[1], ends[2],
                                               warp_bytes, staged, stream));
-  return LaunchGroup<T, 8>(params, ends[2], ends[3], warp_bytes, staged,
-                           stream);
+  SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 8>)(params, ends[2], ends[3],
+                                              warp_bytes, staged, stream));
+  return LaunchGroup<T, 16>(params, ends[3], ends[4], warp_bytes, staged,
+                            stream);
 }
 
 template absl::Status LaunchCategoricalLaneGroups<float>(

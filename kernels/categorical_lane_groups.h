@@ -15,17 +15,22 @@
 
 namespace sampler::kernels::cuda {
 
-// The largest K the kernel takes.
-inline constexpr int64_t kLaneGroupsMaxCategories = 256;
+// The largest K the kernel takes (16 lanes a row from 257, session 10),
+// and the service routes it up to there.
+inline constexpr int64_t kLaneGroupsMaxCategories = 512;
 
-// Lanes a row (1, 2, 4 or 8 for K up to 32, 64, 128, 256): every member
-// owns at least one chunk (8 weights, 4 for groups of 8) of every block of
-// 32.
+// Group sizes, one launch each: 1, 2, 4, 8, 16 lanes a row.
+inline constexpr int kLaneGroupSizes = 5;
+
+// Lanes a row (1, 2, 4, 8 or 16 for K up to 32, 64, 128, 256, 512): every
+// member owns at least one chunk (8 weights, 4 for groups of 8, 2 for 16)
+// of every block of 32.
 inline constexpr int LaneGroupLanes(int64_t categories) {
   return categories <= 32    ? 1
          : categories <= 64  ? 2
          : categories <= 128 ? 4
-                             : 8;
+         : categories <= 256 ? 8
+                             : 16;
 }
 
 // When a batch stages its draws in shared memory and writes them out

@@ -19,11 +19,13 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<EnumerateJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot);
 // The kernel that ExecuteOnGpu runs a categorical job of `categories` (K)
-// in `precision` on: the lane-group kernel up to K = 256, the block-row
-// kernel from 257 to 16,384 (float; 8,192 double: 64 KiB a row), the
-// warp-tiles kernel from there to 2^15, the row-split kernel from K =
-// 2^15 + 1 up to its largest K (RowSplitMaxCategories), one warp per row
-// past it (cuda_exec_categorical.cc says what measured each bound).
+// in `precision` on: the lane-group kernel up to K = 512, the block-row
+// kernel from 513 to rows of 80,000 bytes (one block a row up to 64 KiB,
+// clusters past), the warp-tiles kernel from there to 2^15, block-row
+// clusters again past 2^15 up to rows of 512 KiB (2^17 floats), the
+// row-split kernel from there up to its largest K (RowSplitMaxCategories),
+// one warp per row past it (cuda_exec_categorical.cc says what measured
+// each bound).
 kernels::cuda::CategoricalKernel CategoricalKernelFor(
     int64_t categories, kernels::Precision precision);
 absl::StatusOr<double> ExecuteOnGpu(Batch<GammaJob>& batch, CudaSlot& slot);

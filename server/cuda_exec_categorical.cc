@@ -15,8 +15,8 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-// The lane-group kernel (each row on 1, 2, 4 or 8 lanes, four warps a
-// block) up to its largest K, 256, the warp-tiles kernel (one warp per
+// The lane-group kernel (each row on 1, 2, 4, 8 or 16 lanes, four warps a
+// block) up to its largest K, 512, the warp-tiles kernel (one warp per
 // row, integer weights by tiles of 128) above, up to the row-split
 // kernel's K. Measured on an H100 in session 8 (categorical_bench --issue,
 // f32 weights, fraction of copy at 1/4/32 draws), lane groups against the
@@ -27,12 +27,17 @@ namespace kc = kernels::cuda;
 // 59.5/55.1/49.3 against 30.4/17.8/3.5. (Session 7: lanes 60.9/67.4/62.6% at
 // K = 32/64/100 against the butterfly's 16% and one warp per row's 9-11%;
 // warp tiles 38.9/36.7/36.5% at K = 4,096/8,192/16,384 against one warp per
-// row's 31.7/30.5/28.7%.)
-constexpr int64_t kLaneGroupsUpToK = 256;
+// row's 31.7/30.5/28.7%.) Session 10 (H100 mid-session call) added groups
+// of 16 lanes for K = 257 to 512 against block-row, which served them:
+// K = 257 41.7/37.9/41.1 against 26.2/25.4/27.0 (30.9 at one draw with
+// block-row's warp-wide draw), K = 512 48.6/45.2/46.1 against
+// 44.4/42.7/43.5 (50.6 at one draw with the warp-wide draw: lane groups
+// keep 512, 2 points behind at one draw, 2.5 and 2.6 ahead at 4 and 32).
+constexpr int64_t kLaneGroupsUpToK = 512;
 
 // The block-row kernel (a thread block a row, the row held in shared
-// memory, read from DRAM once) from kLaneGroupsUpToK + 1 up to rows of
-// this many bytes (K = 16,384 float, 8,192 double), one block a row there.
+// memory, read from DRAM once) from kLaneGroupsUpToK + 1: one block a row
+// up to rows of 64 KiB (K = 16,384 float, 8,192 double).
 // Measured on an H100 in session 9 (categorical_bench --issue, f32
 // weights, fraction of the copy bandwidth at 1/4/32 draws) against warp
 // tiles, which served this range: K = 257 25.9/25.1/26.8 against
@@ -41,11 +46,25 @@ constexpr int64_t kLaneGroupsUpToK = 256;
 // 46.5/42.2/16.5, K = 4,096 70.3/68.3/65.8 against 38.9/36.4/22.1, K =
 // 8,192 67.6/65.4/62.5 against 36.8/35.4/25.9, K = 16,384 47.6/46.1/43.1
 // against 36.5/35.5/28.8. At 2^15 (two blocks a row, a cluster) it lost,
-// 24.3/24.1/23.3 against 35.9/35.3/31.2, so warp tiles keep 16,385 to 2^15.
-constexpr int64_t kBlockRowUpToBytes = int64_t{64} << 10;
+// 24.3/24.1/23.3 against 35.9/35.3/31.2, so warp tiles kept 16,385 to 2^15.
+//
+// Past 64 KiB, block-row clusters (BlockRowCtas: chunks of at most 32 KiB,
+// 2 to 16 blocks a row). Session 10 on an H100 (the
+// mid-session call, categorical_bench --issue, f32 weights, % of copy at
+// 1/4/32 draws): K = 20,000 (rows of 80,000 bytes) 40.5/39.2/38.0 in 4
+// blocks against warp tiles' 31.4/30.8/26.4 (session 9); at 2^15 warp
+// tiles keep it, 34.9/34.3/30.5 (session 9) against 31.2/30.5/29.6 in 4
+// blocks and 32.6/32.1/31.0 in 8; at 2^17 (rows of 512 KiB) 36.7/36.7/33.7
+// in 16 blocks against row-split's 26.5/25.7/24.6 (session 9; 64 rows:
+// 23.0/21.7/20.8 against 12.8/16.1/15.6). Between the measured sizes the
+// bounds stay at the last one measured: block-row up to 80,000 bytes,
+// warp tiles to 2^15, block-row again past 2^15 up to 512 KiB.
+constexpr int64_t kBlockRowClustersUpToBytes = 80000;
+constexpr int64_t kBlockRowLongRowsUpToBytes = int64_t{512} << 10;
 
-// The row-split kernel (one row across up to 8 blocks) from this K up to
-// its largest (kc::RowSplitMaxCategories). Measured on an H100 (session 7,
+// The row-split kernel (one row across up to 8 blocks) from this K (past
+// block-row's long rows since session 10) up to its largest
+// (kc::RowSplitMaxCategories). Measured on an H100 (session 7,
 // categorical_bench --issue, fraction of the copy bandwidth at 1/4/32
 // draws, f32 weights): at K = 2^15 (4,096 rows) warp tiles read at
 // 35.8/34.8/31.2% against row-split's 25.9/24.7/22.8%; at 2^17 (1,024 rows)
@@ -102,7 +121,11 @@ kc::CategoricalKernel CategoricalKernelFor(int64_t categories,
     return kc::CategoricalKernel::kLaneGroups;
   }
   const int64_t value_bytes = precision == kernels::Precision::kFloat64 ? 8 : 4;
-  if (categories <= kBlockRowUpToBytes / value_bytes) {
+  if (categories <= kBlockRowClustersUpToBytes / value_bytes) {
+    return kc::CategoricalKernel::kBlockRow;  // one block up to 64 KiB
+  }
+  if (categories >= kRowSplitFromK &&
+      categories <= kBlockRowLongRowsUpToBytes / value_bytes) {
     return kc::CategoricalKernel::kBlockRow;
   }
   if (categories >= kRowSplitFromK &&

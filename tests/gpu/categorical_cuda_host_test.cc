@@ -250,12 +250,13 @@ TEST(CategoricalCudaHostTest, LanesPlansWarpsSharedMemoryAndItsLargestK) {
 }
 
 // The lane-group kernel takes the lanes kernel's warps, orders the segments
-// by lanes a row (1, 2, 4, 8 for K up to 32, 64, 128, 256: one launch
-// each, ends in lane_group_ends), sizes a warp's shared memory for the
-// largest need (one round's 32 / G rows at an odd stride, 16-byte aligned,
-// then an odd number of uint64 chunk ends per row: chunks of 8 weights, 4
-// for 8 lanes; then, where some row has several draws, an odd number of
-// int32 staged draws per row), uses no workspace and takes K up to 256.
+// by lanes a row (1, 2, 4, 8, 16 for K up to 32, 64, 128, 256, 512: one
+// launch each, ends in lane_group_ends), sizes a warp's shared memory for
+// the largest need (one round's 32 / G rows at an odd stride, 16-byte
+// aligned, then an odd number of uint64 chunk ends per row: chunks of 8
+// weights, 4 for 8 lanes, 2 for 16; then, where some row has several
+// draws, an odd number of int32 staged draws per row), uses no workspace
+// and takes K up to 512.
 TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   std::vector<CategoricalSegment> segments(3);
   segments[0] = {0, 0, 1, 5, 40, 100, 2};     // 4 lanes a row, 2 warps
@@ -325,9 +326,25 @@ TEST(CategoricalCudaHostTest, LaneGroupsOrdersByGroupSizeAndSizesWarps) {
   EXPECT_EQ(plan->lane_group_ends[3], 1);
   EXPECT_EQ(plan->smem_warp_elems[0], 6192 / 8);
 
+  // K = 257 and 512: 16 lanes a row, 2 rows a round, chunks of 2 weights:
+  // 2 x 257 floats = 2,056 bytes (2,064 rounded up to 16), 2 x 129 uint64 =
+  // 2,064; 2 x 513 floats = 4,104 (4,112), 2 x 257 uint64 = 4,112.
   wide[0].categories = 257;
+  plan = PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
+                                    257, 1, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->lane_group_ends[3], 0);
+  EXPECT_EQ(plan->lane_group_ends[4], 1);
+  EXPECT_EQ(plan->smem_warp_elems[0], 4128 / 8);
+  wide[0].categories = 512;
+  plan = PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32,
+                                    512, 1, CategoricalKernel::kLaneGroups);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->smem_warp_elems[0], 8224 / 8);
+
+  wide[0].categories = 513;
   EXPECT_EQ(
-      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32, 257,
+      PrepareCategoricalSegments(absl::MakeSpan(wide), Precision::kFloat32, 513,
                                  1, CategoricalKernel::kLaneGroups)
           .status()
           .code(),
@@ -400,20 +417,27 @@ TEST(CategoricalCudaHostTest, BlockRowPlansWarpsBuffersAndItsLargestK) {
             std::make_tuple(1, 2, int64_t{1032}));
   EXPECT_EQ(layout(16384, Precision::kFloat32),
             std::make_tuple(1, 16, int64_t{16400}));
-  // Past 16,384 a cluster: chunks of ceil(K / blocks), a multiple of 16.
+  // Past 16,384 a cluster: chunks of ceil(K / blocks), a multiple of 16,
+  // of at most 32 KiB (8,192 floats) up to 16 blocks (2^17), of at most
+  // 64 KiB in up to 8 blocks past that.
   EXPECT_EQ(layout(20000, Precision::kFloat32),
-            std::make_tuple(2, 16, int64_t{10016}));
+            std::make_tuple(4, 8, int64_t{5024}));
   EXPECT_EQ(layout(int64_t{1} << 17, Precision::kFloat32),
-            std::make_tuple(8, 16, int64_t{16400}));
+            std::make_tuple(16, 8, int64_t{8208}));
+  EXPECT_EQ(layout((int64_t{1} << 17) + 16, Precision::kFloat32),
+            std::make_tuple(8, 32, int64_t{16416}));
 
-  // Double: chunks of at most 64 KiB (8,192 values) where 8 blocks allow,
-  // more past 65,536 values.
+  // Double: one block up to 64 KiB (8,192 values), chunks of at most 32 KiB
+  // (4,096 values) up to 16 blocks (65,536), of at most 64 KiB in up to 8
+  // blocks past that.
   EXPECT_EQ(layout(8192, Precision::kFloat64),
             std::make_tuple(1, 8, int64_t{8200}));
   EXPECT_EQ(layout(16384, Precision::kFloat64),
-            std::make_tuple(2, 8, int64_t{8200}));
+            std::make_tuple(4, 4, int64_t{4104}));
   EXPECT_EQ(layout(36172, Precision::kFloat64),
-            std::make_tuple(8, 8, int64_t{4536}));
+            std::make_tuple(16, 4, int64_t{2280}));
+  EXPECT_EQ(layout(65537, Precision::kFloat64),
+            std::make_tuple(8, 16, int64_t{8216}));
   // Every K up to the largest: a block's two buffers and group totals (16
   // floats or 8 doubles a group) within 220 KiB, the most a block may take
   // (227 KiB on an H100, less the static shared memory).

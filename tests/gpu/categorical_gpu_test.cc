@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -178,14 +179,24 @@ struct Batch {
   }
 };
 
+// Changes to a plan that keep the bits (the benchmark's variants).
+struct PlanTweaks {
+  bool warp_tiles_evict_first = false;
+  // > 0: the warps of a block-row block (the benchmark's "-2x").
+  int block_row_warps = 0;
+  // > 0: block-row's blocks a row (ReplanBlockRowCtas, "-c2x" to "-c8x").
+  int block_row_ctas = 0;
+  // Block-row with a thread a draw at one draw too, its warp-wide draw off
+  // ("-td").
+  bool block_row_thread_draws = false;
+};
+
 // Runs `batch` through `kernel` on the GPU (the staging pipeline, with the
 // requests added in order, so that their offsets are the batch's) and
-// returns the whole output. `block_row_warps` > 0 replaces the plan's warps
-// a block-row block (the benchmark's "-2x" variant changes them too).
+// returns the whole output, with `tweaks` applied to the plan.
 template <typename T>
 std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
-                              bool warp_tiles_evict_first = false,
-                              int block_row_warps = 0) {
+                              const PlanTweaks& tweaks = {}) {
   CategoricalBatchBuilder<T> builder(kernel);
   for (const Request& r : batch.requests) {
     const CategoricalSegment& s = r.segment;
@@ -202,9 +213,22 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
   const absl::Status finished = builder.Finish();
   EXPECT_TRUE(finished.ok()) << finished;
   if (!finished.ok()) return {};
-  builder.mutable_plan().warp_tiles_evict_first = warp_tiles_evict_first;
-  if (block_row_warps > 0) {
-    builder.mutable_plan().block_row_warps = block_row_warps;
+  builder.mutable_plan().warp_tiles_evict_first = tweaks.warp_tiles_evict_first;
+  if (tweaks.block_row_thread_draws) {
+    builder.mutable_plan().block_row_warp_draws = false;
+  }
+  if (tweaks.block_row_warps > 0) {
+    builder.mutable_plan().block_row_warps = tweaks.block_row_warps;
+  }
+  if (tweaks.block_row_ctas > 0) {
+    int64_t largest_k = 0;
+    for (const Request& r : batch.requests) {
+      largest_k = std::max(largest_k, r.segment.categories);
+    }
+    const absl::Status replanned = ReplanBlockRowCtas(
+        largest_k, tweaks.block_row_ctas, &builder.mutable_plan());
+    EXPECT_TRUE(replanned.ok()) << replanned;
+    if (!replanned.ok()) return {};
   }
 
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
@@ -526,6 +550,13 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMatchesCpuAtIssueSizes) {
   }
 }
 
+// The largest K that kBlockRow takes in T.
+template <typename T>
+int64_t BlockRowLargestK() {
+  return BlockRowMaxCategories(std::is_same_v<T, float> ? Precision::kFloat32
+                                                        : Precision::kFloat64);
+}
+
 // Rows whose total lies within 2^-19 of a power of two with inexact sums
 // (weights with long significands): the blocks' own sum cannot settle the
 // scale, and the row-split kernel's block 0 forms the contract's
@@ -533,15 +564,13 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMatchesCpuAtIssueSizes) {
 // from shared memory. Just below and just above 1, and the exact case
 // (equal weights summing to a power of two: settled by the row-split
 // kernel's exactness test, by the contract's sum in the block-row kernel).
+// `tweaks` go to RunOnGpu.
 template <typename T>
-void ExpectScaleNearAPowerOfTwoMatches(InputRng& rng,
-                                       CategoricalKernel kernel) {
+void ExpectScaleNearAPowerOfTwoMatches(InputRng& rng, CategoricalKernel kernel,
+                                       const PlanTweaks& tweaks = {}) {
   Batch<T> batch;
   for (int64_t k : {int64_t{1000}, int64_t{4097}, int64_t{1} << 17}) {
-    if (kernel == CategoricalKernel::kBlockRow &&
-        k > BlockRowMaxCategories(std::is_same_v<T, float>
-                                      ? Precision::kFloat32
-                                      : Precision::kFloat64)) {
+    if (kernel == CategoricalKernel::kBlockRow && k > BlockRowLargestK<T>()) {
       continue;
     }
     for (const double head : {1.0 - 0x1p-20, 1.0 + 0x1p-20, 1.0}) {
@@ -563,7 +592,7 @@ void ExpectScaleNearAPowerOfTwoMatches(InputRng& rng,
     }
   }
   ExpectMatches(
-      batch, RunOnGpu(batch, kernel),
+      batch, RunOnGpu(batch, kernel, tweaks),
       absl::StrCat(CategoricalKernelName(kernel), " near a power of two"));
 }
 
@@ -589,8 +618,8 @@ TYPED_TEST(CategoricalGpuTest, RowSplitMixedBatch) {
 }
 
 // The kernels for small K: the lane-per-row kernel (K up to 128) and the
-// lane-group kernel (up to 256: 1, 2, 4 or 8 lanes a row, one launch per
-// group size).
+// lane-group kernel (up to 512: 1, 2, 4, 8 or 16 lanes a row, one launch
+// per group size).
 constexpr CategoricalKernel kSmallKKernels[] = {CategoricalKernel::kLanes,
                                                 CategoricalKernel::kLaneGroups};
 
@@ -611,7 +640,7 @@ TYPED_TEST(CategoricalGpuTest, LanesMatchesCpuForEveryK) {
       for (const int32_t draws : {1, 4, 17, 32}) {
         Batch<T> batch;
         const int64_t largest_k =
-            kernel == CategoricalKernel::kLanes ? 128 : 256;
+            kernel == CategoricalKernel::kLanes ? 128 : 512;
         for (int64_t k = 1; k <= largest_k; ++k) {
           const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
           batch.Add(rng, 1 + rng.Below(80), k, draws, kind, rng.Bits(),
@@ -635,8 +664,8 @@ TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
   InputRng rng(seed);
   for (CategoricalKernel kernel : kSmallKKernels) {
     Batch<T> batch;
-    for (int64_t k :
-         {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128}, int64_t{256}}) {
+    for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{100}, int64_t{128},
+                      int64_t{256}, int64_t{257}, int64_t{512}}) {
       if (k > 128 && kernel == CategoricalKernel::kLanes) continue;
       batch.Add(rng, 5000, k, 1, WeightKind::kWeights, rng.Bits(), 0, kernel);
       batch.Add(rng, 300, k, 257, WeightKind::kWeights, rng.Bits(), 5, kernel);
@@ -683,7 +712,9 @@ TYPED_TEST(CategoricalGpuTest, WarpTilesMatchesCpu) {
       // warp_tiles_evict_first, a benchmark variant): the same loads.
       for (const bool evict_first : {false, true}) {
         ExpectMatches(
-            batch, RunOnGpu(batch, CategoricalKernel::kWarpTiles, evict_first),
+            batch,
+            RunOnGpu(batch, CategoricalKernel::kWarpTiles,
+                     PlanTweaks{evict_first}),
             absl::StrCat("warp tiles", evict_first ? " evict-first" : "",
                          ", K ", k, " ", KindName(kind)));
       }
@@ -703,13 +734,30 @@ TYPED_TEST(CategoricalGpuTest, WarpTilesMixedBatch) {
                              30000, 20, "warp tiles mixed batch");
 }
 
+// The block-row tests' batch: random rows of K (3 to 8 from K = 8,192, 3
+// to 62 below), the same values once for each of `draws_list` draws a row,
+// each with its own seed and first row.
+template <typename T>
+Batch<T> BlockRowBatch(InputRng& rng, int64_t k, WeightKind kind,
+                       std::initializer_list<int32_t> draws_list) {
+  const int64_t rows = k >= 8192 ? 3 + rng.Below(6) : 3 + rng.Below(60);
+  const std::vector<T> values = MakeValues<T>(rng, rows, k, kind);
+  Batch<T> batch;
+  for (int32_t draws : draws_list) {
+    batch.AddValues(values, rows, k, draws, kind, rng.Bits(), rng.Below(1000),
+                    CategoricalKernel::kBlockRow);
+  }
+  return batch;
+}
+
 // The block-row kernel (one block a row, the row in shared memory; a
 // cluster of 2 to 8 blocks past K = 16,384, each holding a chunk): K around
 // its groups of 16 floats (8 doubles) and 16-byte vectors (rows whose start
 // is and is not 16-byte aligned: consecutive rows of odd K start at every
 // offset, and K < 4 has no aligned middle at all), the contract's blocks of
 // 32, the block sizes (1 warp up to K = 1,024, 16 from 8,193), the cluster
-// sizes (2, 4 and 8 blocks: 16,385, 2^15 + 1, 2^17) and the largest K;
+// sizes (4, 8 and 16 blocks of up to 32 KiB: 16,385, 2^15 + 1, 2^17) and
+// the largest K (8 blocks of up to 64 KiB);
 // D = 1, 4 and 32; weights and logits; every FillRow pattern (zeros of both
 // signs, one dominant weight, subnormal totals, 30 decades).
 TYPED_TEST(CategoricalGpuTest, BlockRowMatchesCpu) {
@@ -718,8 +766,7 @@ TYPED_TEST(CategoricalGpuTest, BlockRowMatchesCpu) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(absl::StrCat("input seed ", seed));
   InputRng rng(seed);
-  const int64_t largest = BlockRowMaxCategories(
-      std::is_same_v<T, float> ? Precision::kFloat32 : Precision::kFloat64);
+  const int64_t largest = BlockRowLargestK<T>();
   for (int64_t k : {int64_t{1},
                     int64_t{2},
                     int64_t{3},
@@ -743,13 +790,7 @@ TYPED_TEST(CategoricalGpuTest, BlockRowMatchesCpu) {
                     largest}) {
     if (k > largest) continue;  // double's largest is below 2^17
     for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
-      const int64_t rows = k >= 8192 ? 3 + rng.Below(6) : 3 + rng.Below(60);
-      const std::vector<T> values = MakeValues<T>(rng, rows, k, kind);
-      Batch<T> batch;
-      for (int32_t draws : {1, 4, 32}) {
-        batch.AddValues(values, rows, k, draws, kind, rng.Bits(),
-                        rng.Below(1000), CategoricalKernel::kBlockRow);
-      }
+      const Batch<T> batch = BlockRowBatch<T>(rng, k, kind, {1, 4, 32});
       ExpectMatches(batch, RunOnGpu(batch, CategoricalKernel::kBlockRow),
                     absl::StrCat("block row, K ", k, " ", KindName(kind)));
     }
@@ -779,11 +820,114 @@ TYPED_TEST(CategoricalGpuTest, BlockRowManyRowsAndDraws) {
   // Any warps a block give the same bits (the plan's are 8 here).
   for (const int warps : {1, 32}) {
     ExpectMatches(batch,
-                  RunOnGpu(batch, CategoricalKernel::kBlockRow, false, warps),
+                  RunOnGpu(batch, CategoricalKernel::kBlockRow,
+                           PlanTweaks{false, /*block_row_warps=*/warps}),
                   absl::StrCat("block row, many rows and draws, ", warps,
                                " warps a block"));
   }
   ExpectScaleNearAPowerOfTwoMatches<T>(rng, CategoricalKernel::kBlockRow);
+}
+
+// Split rows (ReplanBlockRowCtas, the benchmark's "-c2x" to "-c8x"
+// variants): any blocks a row give the same bits, 16 (a non-portable
+// cluster) included. K below 32 and not a multiple of 4 (most of a
+// cluster's blocks hold empty chunks), K = 257 and 1,000, one past the
+// planner's one-block range, 2^15 + 1 and 2^17 (float; double stops at its
+// largest); D = 1, 4 and 32; weights and logits; every FillRow pattern
+// (zeros, one dominant weight, subnormal totals), and the near-power-of-two
+// scales (block 0 forms the contract's sum from global memory).
+TYPED_TEST(CategoricalGpuTest, BlockRowSplitRowsMatchCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  const int64_t largest = BlockRowLargestK<T>();
+  for (int64_t k : {int64_t{17}, int64_t{257}, int64_t{1000}, int64_t{4097},
+                    int64_t{65536 / sizeof(T)} + 1, int64_t{20000},
+                    (int64_t{1} << 15) + 1, int64_t{1} << 17}) {
+    if (k > largest) continue;
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      const Batch<T> batch = BlockRowBatch<T>(rng, k, kind, {1, 4, 32});
+      for (const int ctas : {2, 4, 8, 16}) {
+        // Chunks of at most 64 KiB: two buffers fit a block.
+        if ((k + ctas - 1) / ctas * static_cast<int64_t>(sizeof(T)) > 65536) {
+          continue;
+        }
+        ExpectMatches(batch,
+                      RunOnGpu(batch, CategoricalKernel::kBlockRow,
+                               PlanTweaks{false, 0, /*block_row_ctas=*/ctas}),
+                      absl::StrCat("block row, K ", k, " ", KindName(kind),
+                                   ", ", ctas, " blocks a row"));
+      }
+    }
+  }
+  ExpectScaleNearAPowerOfTwoMatches<T>(
+      rng, CategoricalKernel::kBlockRow,
+      PlanTweaks{false, 0, /*block_row_ctas=*/16});
+}
+
+// Warp-wide draws (CategoricalPlan::block_row_warp_draws, on in every
+// plan) against a thread a draw (off: the benchmark's "-td"): rows of one
+// block with 1 draw (2 to 5 and 32 keep a thread a draw in the same
+// launch); K below a group (16 floats, 8 doubles), not a multiple of 4 or
+// 32, up to 32 groups (one ballot step) and past 1,024 (a third), up to the
+// largest one-block row; weights and logits, every FillRow pattern (zeros
+// of both signs, one dominant weight, subnormal totals, 30 decades); a
+// mixed batch; and many rows.
+TYPED_TEST(CategoricalGpuTest, BlockRowWarpDrawsMatchCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  PlanTweaks warp_draws;  // the plan's own
+  PlanTweaks thread_draws;
+  thread_draws.block_row_thread_draws = true;
+  const int64_t one_block = 65536 / static_cast<int64_t>(sizeof(T));
+  for (int64_t k :
+       {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{7}, int64_t{15},
+        int64_t{16}, int64_t{17}, int64_t{33}, int64_t{255}, int64_t{257},
+        int64_t{509}, int64_t{1000}, int64_t{1023}, int64_t{1025},
+        int64_t{4097}, int64_t{13001}, one_block - 3, one_block}) {
+    if (k > one_block) continue;  // double's one-block rows stop at 8,192
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      const Batch<T> batch =
+          BlockRowBatch<T>(rng, k, kind, {1, 2, 3, 4, 5, 32});
+      for (const PlanTweaks* tweaks : {&warp_draws, &thread_draws}) {
+        ExpectMatches(
+            batch, RunOnGpu(batch, CategoricalKernel::kBlockRow, *tweaks),
+            absl::StrCat("block row, ",
+                         tweaks->block_row_thread_draws ? "thread" : "warp",
+                         " draws, K ", k, " ", KindName(kind)));
+      }
+    }
+  }
+  Batch<T> mixed;
+  for (int i = 0; i < 30; ++i) {
+    const int64_t k = 1 + rng.Below(one_block);
+    const WeightKind kind =
+        rng.Below(2) == 0 ? WeightKind::kWeights : WeightKind::kLogits;
+    mixed.Add(rng, 1 + rng.Below(k > 4096 ? 4 : 40), k,
+              1 + static_cast<int32_t>(rng.Below(6)), kind, rng.Bits(),
+              rng.Below(1000), CategoricalKernel::kBlockRow);
+  }
+  ExpectMatches(mixed,
+                RunOnGpu(mixed, CategoricalKernel::kBlockRow, warp_draws),
+                "block row, warp draws, mixed batch");
+  // Enough rows that every block walks more than 32 of them (at K = 257 an
+  // SM holds 32 one-warp blocks: 4,224 on 132 SMs), so that warp 0 forms
+  // the Philox blocks of the next 32 rows again, some of them in the next
+  // segment.
+  Batch<T> many;
+  many.Add(rng, 150000, 257, 1, WeightKind::kWeights, rng.Bits(), 5,
+           CategoricalKernel::kBlockRow);
+  many.Add(rng, 3000, 300, 3, WeightKind::kLogits, rng.Bits(), 0,
+           CategoricalKernel::kBlockRow);
+  many.Add(rng, 2000, 257, 2, WeightKind::kWeights, rng.Bits(), 1,
+           CategoricalKernel::kBlockRow);
+  ExpectMatches(many, RunOnGpu(many, CategoricalKernel::kBlockRow, warp_draws),
+                "block row, warp draws, many rows");
 }
 
 // One launch of many requests with their own K (the buffers sized by the

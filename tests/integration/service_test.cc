@@ -910,13 +910,14 @@ std::vector<int32_t> CaseCpu(const CategoricalCase& c) {
   return expected;
 }
 
-// On the CUDA backend (server/cuda_exec_categorical.cc) K up to 256 takes the
-// lane-group kernel (1, 2, 4 or 8 lanes a row from K = 33, 65, 129), 257 to
-// 2^15 the warp-tiles kernel, 2^15 + 1 up to the
-// row-split kernel's largest K (385,280 float, 198,400 double) the
-// row-split kernel, and one warp per row again past it: every one must give
-// the CPU's bits, in both precisions and input kinds, at each boundary and
-// far past it.
+// On the CUDA backend (server/cuda_exec_categorical.cc) K up to 512 takes the
+// lane-group kernel (1, 2, 4, 8 or 16 lanes a row from K = 33, 65, 129,
+// 257), 513 to rows of 80,000 bytes the block-row kernel (one block a row up
+// to 64 KiB, clusters past), then warp tiles to 2^15, block-row clusters
+// again to rows of 512 KiB, the row-split kernel up to its largest K
+// (385,280 float, 198,400 double), and one warp per row again past it:
+// every one must give the CPU's bits, in both precisions and input kinds,
+// at each boundary and far past it.
 TEST_F(ServiceTest, SampleCategoricalWideRowsEqualTheCpuKernel) {
   // Each request under this suite's 1 MiB message limit: 2^17 in double and
   // rows past the row-split kernel's largest K in either precision do not
@@ -925,7 +926,10 @@ TEST_F(ServiceTest, SampleCategoricalWideRowsEqualTheCpuKernel) {
       {63, 40, 2, true, false},    {64, 33, 3, true, false},
       {128, 35, 5, false, true},   {129, 34, 2, true, false},
       {100, 70, 1, false, true},   {256, 20, 3, false, true},
-      {257, 12, 2, true, false},   {1000, 9, 4, true, true},
+      {257, 12, 2, true, false},   {512, 10, 1, false, true},
+      {513, 8, 1, true, false},    {1000, 9, 4, true, true},
+      {16385, 2, 1, true, true},   {10000, 3, 2, false, false},
+      {20000, 2, 4, true, false},  {20001, 2, 1, true, false},
       {5000, 3, 32, false, false}, {32767, 2, 4, true, false},
       {32768, 5, 4, true, false},  {32769, 3, 32, false, true},
       {131072, 1, 1, true, true},  {131072, 1, 32, true, false},

@@ -16,7 +16,7 @@ using kernels::Precision;
 using kernels::cuda::CategoricalKernel;
 using kernels::cuda::RowSplitMaxCategories;
 
-TEST(CudaCategoricalRouteTest, LaneGroupsUpTo256) {
+TEST(CudaCategoricalRouteTest, LaneGroupsUpTo512) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
     EXPECT_EQ(CategoricalKernelFor(1, p), CategoricalKernel::kLaneGroups);
     EXPECT_EQ(CategoricalKernelFor(63, p), CategoricalKernel::kLaneGroups);
@@ -24,41 +24,65 @@ TEST(CudaCategoricalRouteTest, LaneGroupsUpTo256) {
     EXPECT_EQ(CategoricalKernelFor(128, p), CategoricalKernel::kLaneGroups);
     EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kLaneGroups);
     EXPECT_EQ(CategoricalKernelFor(256, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(257, p), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(512, p), CategoricalKernel::kLaneGroups);
   }
 }
 
 // Rows of up to 64 KiB: 16,384 floats, 8,192 doubles.
-TEST(CudaCategoricalRouteTest, BlockRowFrom257To64KiBRows) {
+TEST(CudaCategoricalRouteTest, BlockRowFrom513To64KiBRows) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(257, p), CategoricalKernel::kBlockRow);
+    EXPECT_EQ(CategoricalKernelFor(513, p), CategoricalKernel::kBlockRow);
     EXPECT_EQ(CategoricalKernelFor(1000, p), CategoricalKernel::kBlockRow);
     EXPECT_EQ(CategoricalKernelFor(4096, p), CategoricalKernel::kBlockRow);
     EXPECT_EQ(CategoricalKernelFor(8192, p), CategoricalKernel::kBlockRow);
   }
   EXPECT_EQ(CategoricalKernelFor(16384, Precision::kFloat32),
             CategoricalKernel::kBlockRow);
-  EXPECT_EQ(CategoricalKernelFor(8193, Precision::kFloat64),
-            CategoricalKernel::kWarpTiles);
 }
 
-TEST(CudaCategoricalRouteTest, WarpTilesPastBlockRowTo2To15) {
+// Past 64 KiB, block-row clusters up to rows of 80,000 bytes (20,000
+// floats, 10,000 doubles), warp tiles from there to 2^15.
+TEST(CudaCategoricalRouteTest, BlockRowClustersTo80000BytesThenWarpTiles) {
+  EXPECT_EQ(CategoricalKernelFor(16385, Precision::kFloat32),
+            CategoricalKernel::kBlockRow);
+  EXPECT_EQ(CategoricalKernelFor(20000, Precision::kFloat32),
+            CategoricalKernel::kBlockRow);
+  EXPECT_EQ(CategoricalKernelFor(20001, Precision::kFloat32),
+            CategoricalKernel::kWarpTiles);
+  EXPECT_EQ(CategoricalKernelFor(8193, Precision::kFloat64),
+            CategoricalKernel::kBlockRow);
+  EXPECT_EQ(CategoricalKernelFor(10000, Precision::kFloat64),
+            CategoricalKernel::kBlockRow);
+  EXPECT_EQ(CategoricalKernelFor(10001, Precision::kFloat64),
+            CategoricalKernel::kWarpTiles);
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(16385, p), CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) - 1, p),
               CategoricalKernel::kWarpTiles);
     EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 15, p),
               CategoricalKernel::kWarpTiles);
   }
-  EXPECT_EQ(CategoricalKernelFor(8193, Precision::kFloat64),
-            CategoricalKernel::kWarpTiles);
 }
 
-TEST(CudaCategoricalRouteTest, RowSplitPast2To15UpToItsLargestK) {
+// Past 2^15, block-row clusters again up to rows of 512 KiB (2^17 floats,
+// 2^16 doubles).
+TEST(CudaCategoricalRouteTest, BlockRowPast2To15To512KiBRows) {
+  for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
+    EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) + 1, p),
+              CategoricalKernel::kBlockRow);
+    EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 16, p),
+              CategoricalKernel::kBlockRow);
+  }
+  EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 17, Precision::kFloat32),
+            CategoricalKernel::kBlockRow);
+  EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 16) + 1, Precision::kFloat64),
+            CategoricalKernel::kRowSplit);
+}
+
+TEST(CudaCategoricalRouteTest, RowSplitPastBlockRowUpToItsLargestK) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
     const int64_t largest = RowSplitMaxCategories(p);
-    EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 15) + 1, p),
-              CategoricalKernel::kRowSplit);
-    EXPECT_EQ(CategoricalKernelFor(int64_t{1} << 17, p),
+    EXPECT_EQ(CategoricalKernelFor((int64_t{1} << 17) + 1, p),
               CategoricalKernel::kRowSplit);
     EXPECT_EQ(CategoricalKernelFor(largest, p), CategoricalKernel::kRowSplit);
     // Past what its shared memory holds: one warp per row again.

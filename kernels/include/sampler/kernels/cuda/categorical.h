@@ -71,8 +71,9 @@ enum class CategoricalKernel {
   // shuffles (S_d in the contract's order, quantization by multiplication,
   // a walk over chunk totals). Bits of SampleCategoricalCpu.
   kLanes,
-  // The service's kernel past kBlockRow's rows (K = 16,385 float, 8,193
-  // double; from 257 before it, 129 before kLaneGroups) to 2^15
+  // The service's kernel past kBlockRow's rows of 80,000 bytes (K = 20,001
+  // float, 10,001 double; 16,385 before session 10, 257 before kBlockRow,
+  // 129 before kLaneGroups) to 2^15
   // (categorical_warp_tiles.cu; its largest K is 2^17): one warp per row as
   // kWarpPerRow, S_d in the contract's column order, then the integer
   // weights by tiles of 128 (one 16-byte load a lane, quantization by
@@ -80,20 +81,20 @@ enum class CategoricalKernel {
   // tile ends and a warp scan within the tile per draw. Bits of
   // SampleCategoricalCpu.
   kWarpTiles,
-  // The service's kernel up to K = 256 (categorical_lane_groups.cu; its
+  // The service's kernel up to K = 512 (categorical_lane_groups.cu; its
   // largest):
   // kLanes's tasks of 32 lane-aligned rows, four warps a block, each row
-  // served by a group of 1, 2, 4 or 8 lanes (K up to 32, 64, 128, 256) so
-  // that a warp holds fewer rows in shared memory at once (S_d in the
+  // served by a group of 1, 2, 4, 8 or 16 lanes (K up to 32, 64, 128, 256,
+  // 512) so that a warp holds fewer rows in shared memory at once (S_d in the
   // contract's order by per-member column subtrees merged by shuffles,
-  // chunk totals of 8 or 4 weights in shared memory, a binary search and a
-  // walk per draw). Bits of SampleCategoricalCpu.
+  // chunk totals of 8, 4 or 2 weights in shared memory, a binary search and
+  // a walk per draw). Bits of SampleCategoricalCpu.
   kLaneGroups,
-  // The service's kernel from K = 257 to rows of 64 KiB (16,384 float,
-  // 8,192 double; server/cuda_exec_categorical.cc), and a comparison point
-  // past them (categorical_block_row.cu), K up to
-  // BlockRowMaxCategories: one thread block per row at a time (a cluster
-  // of 2 to 8 blocks past 64 KiB of values, each holding a chunk), the row
+  // The service's kernel from K = 513 to rows of 80,000 bytes and from
+  // 2^15 + 1 to rows of 512 KiB (server/cuda_exec_categorical.cc), K up to
+  // BlockRowMaxCategories (categorical_block_row.cu): one thread block per
+  // row at a time (a cluster of 2 to 16 blocks past 64 KiB of values, each
+  // holding a chunk), the row
   // held in shared memory (the next one arriving by a bulk asynchronous
   // copy while this one is sampled), so that every weight leaves DRAM
   // once; the scale from the blocks' own double sum where that provably
@@ -190,10 +191,21 @@ struct CategoricalPlan {
   int32_t block_row_ctas = 0;
   int32_t block_row_warps = 0;
   int64_t block_row_slots = 0;
+  // kBlockRow, one block a row: a row of one draw takes it by warp 0
+  // together (a warp-wide search, its Philox block formed with 31 other
+  // rows') instead of by one thread (a chain of ~20 dependent shared loads
+  // and a Philox while the warp's other lanes wait). Same bits. On in every
+  // plan: session 10 (H100, % of copy at one draw) measured 68.9 against
+  // 62.1 at K = 1,000, 69.8/62.8 at 1,024, 74.8/68.2 at 2,048, 80.1/74.3
+  // at 4,096, 76.7/71.5 at 8,192, 54.8/50.2 at 16,384; at four draws the
+  // warp's four searches in a row lost (52.4 against 61.3 at 1,024), so
+  // rows of several draws keep a thread a draw. Off only for the
+  // benchmark's "block-row-td".
+  bool block_row_warp_draws = true;
   // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).
-  int64_t lane_group_ends[4] = {0, 0, 0, 0};
+  int64_t lane_group_ends[5] = {0, 0, 0, 0, 0};
   // kLaneGroups: whether some segment has kLaneGroupsStageFromDraws (32) or
   // more draws a row and at most kLaneGroupsStageUpToK (32) categories
   // (categorical_lane_groups.h); then the launches stage draws in shared memory
@@ -211,11 +223,22 @@ struct CategoricalPlan {
   bool register_cap = false;
 };
 
+// Re-plans a kBlockRow `plan` (CategoricalBatchBuilder::Finish's, for a
+// batch whose largest K is `categories`) for `ctas` blocks a row instead of
+// the planner's choice: 1, 2, 4, 8 or 16 (a non-portable cluster size),
+// each block holding a chunk of about K / ctas values, with the warps and
+// buffers for it. The bits do not depend on it. For the benchmark's split
+// variants (more, smaller blocks a row: more rows in flight an SM) and their
+// tests; InvalidArgument for another `ctas` or buffers past a block's
+// shared memory.
+absl::Status ReplanBlockRowCtas(int64_t categories, int ctas,
+                                CategoricalPlan* plan);
+
 // Validates every segment's shape (rows >= 1, 1 <= categories <= INT32_MAX,
 // 1 <= draws <= kMaxCategoricalDraws, kind, no item index past 2^64 - 1,
 // its values inside [0, values_size) and its outputs inside [0, out_size)),
 // for kButterfly reorders the array stably so that segments with K < 64 come
-// first, for kLaneGroups by lanes a row (K up to 32, 64, 128, 256; the
+// first, for kLaneGroups by lanes a row (K up to 32, 64, 128, 256, 512; the
 // order of segments changes no bit of the output), sets
 // task_begin and workspace_offset in place and returns the plan.
 // InvalidArgument naming the segment index and field otherwise, with the
