@@ -18,7 +18,11 @@
 // for their delay or for a slot, which a completing batch frees before its
 // jobs' done calls run. A small request on an idle server so reaches the
 // backend without a thread hop, and with the CPU backend runs on its own
-// gRPC thread (Backend::RunHere).
+// gRPC thread (Backend::RunHere). With --close_waiting=next_call
+// (waiting_close.h) the jobs that waited for a small batch to complete are
+// left to the next call of their kind, which closes them on its own thread,
+// else to the completing thread after a short grace; the dispatcher is not
+// woken for them.
 #ifndef SAMPLER_SERVER_BATCHER_H_
 #define SAMPLER_SERVER_BATCHER_H_
 
@@ -43,6 +47,7 @@
 #include "server/jobs.h"
 #include "server/metrics.h"
 #include "server/thread_name.h"
+#include "server/waiting_close.h"
 
 namespace sampler::server {
 
@@ -209,6 +214,13 @@ struct BatcherOptions {
   // when it can (Backend::RunHere): no hand-off, but the requests that one
   // gRPC thread reads together are then served one after the other.
   bool run_here = true;
+  // Who closes the jobs that waited for a completing batch when they may
+  // close then (waiting_close.h): the dispatcher, or the next call to
+  // arrive (else the completing thread, after `next_call_grace` or its done
+  // calls) when the completed batch had fewer than `next_call_below_items`.
+  WaitingClose waiting_close = WaitingClose::kDispatcher;
+  absl::Duration next_call_grace = absl::Microseconds(50);
+  int64_t next_call_below_items = 16384;
 };
 
 template <typename JobT>
@@ -433,26 +445,64 @@ class Batcher {
     backend_->Run(std::move(any), std::move(done));
   }
 
-  // A batch has executed: its slot is free at once (the dispatcher may
-  // launch the next batch while this thread finishes the jobs), then every
-  // job's done runs.
+  // A batch has executed: its slot is free at once (the dispatcher, or
+  // the next call to arrive, may launch the next batch while this thread
+  // finishes the jobs), then every job's done runs.
   void Complete(const std::vector<std::shared_ptr<JobT>>& jobs, int64_t items,
                 const BatchResult& result) {
     metrics_->BatchExecuted(kind_, result.device, result.device_seconds,
                             result.status.ok() ? items : 0);
     bool wake_dispatcher = false;
+    // Jobs left to the next call (waiting_close.h), until this thread
+    // closes them itself.
+    bool left = false;
+    const Clock::time_point completed = Clock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
       ++completing_;
-      wake_dispatcher = !queue_.empty();
+      const bool waiting = !queue_.empty();
+      left = LeaveToNextCall(options_.waiting_close, waiting,
+                             waiting && MayCloseLocked(completed), items,
+                             options_.next_call_below_items);
+      wake_dispatcher = waiting && !left;
     }
     // completing_ keeps the batcher alive until FinishCompleting.
     if (wake_dispatcher) dispatch_cv_.notify_one();
+    const Clock::duration grace =
+        absl::ToChronoNanoseconds(options_.next_call_grace);
     for (const auto& job : jobs) {
+      if (left && Clock::now() - completed >= grace) {
+        CloseLeftJobs();
+        left = false;
+      }
       job->done(result.status.ok() ? job->status : result.status);
     }
+    if (left) CloseLeftJobs();
     FinishCompleting();
+  }
+
+  // No call has closed the jobs that a completion left to the next one:
+  // closes them on this thread when they still may close, and hands the
+  // batch to the backend (Run: this thread is finishing another batch's
+  // jobs). Otherwise another thread closed them, and jobs still queued
+  // joined a queue that someone else had emptied, which woke the dispatcher
+  // for them (Enqueue); it is woken again all the same, in case it sleeps
+  // without a deadline.
+  void CloseLeftJobs() {
+    Closed closed;
+    bool wake_dispatcher = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Clock::time_point now = Clock::now();
+      if (MayCloseLocked(now)) {
+        closed = CloseLocked(now);
+      } else {
+        wake_dispatcher = !queue_.empty();
+      }
+    }
+    if (wake_dispatcher) dispatch_cv_.notify_one();
+    Dispatch(std::move(closed), /*here=*/false);
   }
 
   const Kind kind_;
