@@ -1221,12 +1221,14 @@ TEST_F(BatcherTest, PerJobFailuresReachOnlyTheirJob) {
 // Many threads, random sizes, some jobs cancelled or expiring, a slow
 // backend and a small budget: every accepted job's done runs exactly once,
 // every refused job's never, and nothing is left queued or counted.
-TEST_F(BatcherTest, EveryAcceptedJobIsDoneExactlyOnceUnderConcurrency) {
+// Also with --close_waiting=next_call and the idle rule, where arriving
+// calls and completing threads close the jobs left behind a batch.
+void EveryAcceptedJobIsDoneExactlyOnce(BatcherOptions options,
+                                       Metrics* metrics) {
   QueueBudget budget(20000);
   FakeBackend backend(/*capacity=*/2);
   backend.SetAuto(true, absl::OkStatus(), absl::Microseconds(200));
-  BoundedBatcher<> batcher(Options(500, absl::Microseconds(300)), &budget,
-                           &backend, &metrics_);
+  BoundedBatcher<> batcher(options, &budget, &backend, metrics);
   constexpr int kThreads = 4;
   constexpr int kJobsPerThread = 400;
   std::vector<std::shared_ptr<Outcome>> outcomes(kThreads * kJobsPerThread);
@@ -1273,6 +1275,16 @@ TEST_F(BatcherTest, EveryAcceptedJobIsDoneExactlyOnceUnderConcurrency) {
     }
   }
   EXPECT_LE(backend.max_in_flight(), 2);
+}
+
+TEST_F(BatcherTest, EveryAcceptedJobIsDoneExactlyOnceUnderConcurrency) {
+  EveryAcceptedJobIsDoneExactlyOnce(Options(500, absl::Microseconds(300)),
+                                    &metrics_);
+  BatcherOptions next_call =
+      Options(500, absl::Microseconds(300), /*close_when_idle=*/true);
+  next_call.waiting_close = WaitingClose::kNextCall;
+  next_call.next_call_grace = absl::Microseconds(20);
+  EveryAcceptedJobIsDoneExactlyOnce(next_call, &metrics_);
 }
 
 // The series of `text` that starts with `series` exactly, or -1.

@@ -45,8 +45,8 @@ TEST(WaitingCloseTest, LeavesOnlyClosableJobsBehindSmallBatches) {
     EXPECT_EQ(LeaveToNextCall(c.mode, c.jobs_wait, c.may_close,
                               c.completed_items, 16384),
               c.left)
-        << static_cast<int>(c.mode) << " " << c.jobs_wait << " "
-        << c.may_close << " " << c.completed_items;
+        << static_cast<int>(c.mode) << " " << c.jobs_wait << " " << c.may_close
+        << " " << c.completed_items;
   }
 }
 
