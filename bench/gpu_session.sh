@@ -296,8 +296,8 @@ if want enumerate; then
   fi
 fi
 
-# Every ratio of issue 13 in one command (its "Done when"), about 6
-# minutes: small requests in both patterns (floor, the default CUDA server
+# Every ratio of issue 13 in one command (its "Done when"), about 7
+# minutes (bounded at 570 s): small requests in both patterns (floor, the default CUDA server
 # and SMALL_VARIANTS, 4 rounds, p99), the 16 MB upload one and four at a
 # time, 10M float32 samples in one answer and as a stream (2 rounds each),
 # and the CUDA-vs-CPU crossover per RPC; the report (a row per target, met

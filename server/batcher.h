@@ -18,11 +18,11 @@
 // for their delay or for a slot, which a completing batch frees before its
 // jobs' done calls run. A small request on an idle server so reaches the
 // backend without a thread hop, and with the CPU backend runs on its own
-// gRPC thread (Backend::RunHere). With --close_waiting=next_call
-// (waiting_close.h) the jobs that waited for a small batch to complete are
-// left to the next call of their kind, which closes them on its own thread,
-// else to the completing thread after a short grace; the dispatcher is not
-// woken for them.
+// gRPC thread (Backend::RunHere). With --close_waiting=completer or
+// next_call (waiting_close.h) the jobs that waited for a batch to complete
+// are closed by the completing thread at once, or left to the next call of
+// their kind, which closes them on its own thread (else the completing
+// thread after a short grace); the dispatcher is not woken for them.
 #ifndef SAMPLER_SERVER_BATCHER_H_
 #define SAMPLER_SERVER_BATCHER_H_
 
@@ -215,9 +215,10 @@ struct BatcherOptions {
   // gRPC thread reads together are then served one after the other.
   bool run_here = true;
   // Who closes the jobs that waited for a completing batch when they may
-  // close then (waiting_close.h): the dispatcher, or the next call to
-  // arrive (else the completing thread, after `next_call_grace` or its done
-  // calls) when the completed batch had fewer than `next_call_below_items`.
+  // close then (waiting_close.h): the dispatcher, the completing thread at
+  // once, or the next call to arrive (else the completing thread, after
+  // `next_call_grace` or its done calls) when the completed batch had fewer
+  // than `next_call_below_items`.
   WaitingClose waiting_close = WaitingClose::kDispatcher;
   absl::Duration next_call_grace = absl::Microseconds(50);
   int64_t next_call_below_items = 16384;
@@ -456,19 +457,30 @@ class Batcher {
     // Jobs left to the next call (waiting_close.h), until this thread
     // closes them itself.
     bool left = false;
+    Closed closed;  // closed here at once (completer)
     const Clock::time_point completed = Clock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
       ++completing_;
       const bool waiting = !queue_.empty();
-      left = LeaveToNextCall(options_.waiting_close, waiting,
-                             waiting && MayCloseLocked(completed), items,
-                             options_.next_call_below_items);
-      wake_dispatcher = waiting && !left;
+      switch (WhoCloses(options_.waiting_close, waiting,
+                        waiting && MayCloseLocked(completed), items,
+                        options_.next_call_below_items)) {
+        case WaitingClose::kDispatcher:
+          wake_dispatcher = waiting;
+          break;
+        case WaitingClose::kCompleter:
+          closed = CloseLocked(completed);
+          break;
+        case WaitingClose::kNextCall:
+          left = true;
+          break;
+      }
     }
     // completing_ keeps the batcher alive until FinishCompleting.
     if (wake_dispatcher) dispatch_cv_.notify_one();
+    Dispatch(std::move(closed), /*here=*/false);
     const Clock::duration grace =
         absl::ToChronoNanoseconds(options_.next_call_grace);
     for (const auto& job : jobs) {

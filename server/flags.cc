@@ -191,7 +191,7 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
   }
   if (!ParseWaitingClose(f.close_waiting).has_value()) {
     return Bad("--close_waiting", Quoted(f.close_waiting),
-               ": must be dispatcher or next_call");
+               ": must be dispatcher, completer or next_call");
   }
   for (const absl::Status& s : {
            AtLeast("--max_batch_items", f.max_batch_items, 1,

@@ -135,9 +135,10 @@ ABSL_FLAG(int32_t, gpu_eager_batches, 1,
 ABSL_FLAG(std::string, close_waiting, "dispatcher",
           "Who closes the requests that waited for their kind's batch when "
           "it completes: dispatcher (the batcher's thread, woken by the "
-          "completion) or next_call (the next request of the kind to "
-          "arrive, on its gRPC thread, where --gpu_inline may run the batch; "
-          "else the completing thread after 50 us or its answers)");
+          "completion), completer (the completing thread, at once) or "
+          "next_call (the next request of the kind to arrive, on its gRPC "
+          "thread, where --gpu_inline may run the batch; else the completing "
+          "thread after 50 us or its answers)");
 ABSL_FLAG(int64_t, cpu_below_items, 0,
           "CUDA backend: batches of fewer work items than this run on the "
           "CPU in the same process (0: off); same bits for every sampling "

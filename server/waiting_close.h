@@ -11,15 +11,20 @@
 // calls on a worker. On a 16-core H100 host that was about half the
 // batches at 64 connections x 1 stream, 17-19 us a call of worker CPU with
 // --gpu_inline=auto (bench/results/cuda-inline-auto-h100-session9-
-// 2026-11-26.md: threads-0911.md). `next_call` leaves them to the next call
-// of the kind to arrive, which closes them with itself on its gRPC thread
-// (Batcher::Enqueue), where --gpu_inline may run the batch without a
-// hand-off; under load a call arrives within microseconds (every 12 us at
-// 80k calls a second). So that no call waits on an arrival that does not
-// come, the completing thread closes them itself (handing the batch to the
-// backend, Backend::Run) once `grace` has passed since the completion,
-// checked between its done calls, or when its done calls have returned,
-// whichever is first. The dispatcher is not woken for them.
+// 2026-11-26.md: threads-0911.md). Two other ways, neither waking the
+// dispatcher for them:
+// - `completer`: the completing thread closes them itself, before its done
+//   calls, and hands the batch to the backend (Backend::Run: a stream's
+//   worker), as the dispatcher would have: one wake-up less a batch.
+// - `next_call`: they are left to the next call of the kind to arrive,
+//   which closes them with itself on its gRPC thread (Batcher::Enqueue),
+//   where --gpu_inline may run the batch without a hand-off; under load a
+//   call arrives within microseconds (every 12 us at 80k calls a second).
+//   So that no call waits on an arrival that does not come, the completing
+//   thread closes them itself (Backend::Run) once `grace` has passed since
+//   the completion, checked between its done calls, or when its done calls
+//   have returned, whichever is first; and only behind a small batch, whose
+//   done calls are short (a large answer's may take milliseconds).
 #ifndef SAMPLER_SERVER_WAITING_CLOSE_H_
 #define SAMPLER_SERVER_WAITING_CLOSE_H_
 
@@ -32,26 +37,30 @@ namespace sampler::server {
 
 enum class WaitingClose {
   kDispatcher,  // the completing thread wakes the dispatcher (before 10)
+  kCompleter,   // the completing thread, before its done calls
   kNextCall,    // the next call to arrive, else the completing thread
 };
 
-// "dispatcher" or "next_call"; nullopt for anything else.
+// "dispatcher", "completer" or "next_call"; nullopt for anything else.
 inline std::optional<WaitingClose> ParseWaitingClose(absl::string_view name) {
   if (name == "dispatcher") return WaitingClose::kDispatcher;
+  if (name == "completer") return WaitingClose::kCompleter;
   if (name == "next_call") return WaitingClose::kNextCall;
   return std::nullopt;
 }
 
-// Whether a completing batch of `completed_items` work items leaves the
-// jobs queued behind it to the next call (instead of waking the
-// dispatcher): in `next_call` mode, when jobs wait and may close now (the
-// batcher's closing rules, `may_close`), and the completed batch is under
-// `below_items` (its done calls are short: a large answer's may take
-// milliseconds, longer than any call should wait for its batch to close).
-inline bool LeaveToNextCall(WaitingClose mode, bool jobs_wait, bool may_close,
-                            int64_t completed_items, int64_t below_items) {
-  return mode == WaitingClose::kNextCall && jobs_wait && may_close &&
-         completed_items < below_items;
+// Who closes the jobs queued behind a completing batch of
+// `completed_items` work items, when `jobs_wait`: the dispatcher (woken),
+// unless they may close now (the batcher's closing rules, `may_close`) and
+// the mode says otherwise; `next_call` only behind a batch under
+// `below_items`.
+inline WaitingClose WhoCloses(WaitingClose mode, bool jobs_wait, bool may_close,
+                              int64_t completed_items, int64_t below_items) {
+  if (!jobs_wait || !may_close) return WaitingClose::kDispatcher;
+  if (mode == WaitingClose::kNextCall && completed_items >= below_items) {
+    return WaitingClose::kDispatcher;
+  }
+  return mode;
 }
 
 }  // namespace sampler::server

@@ -32,7 +32,8 @@
 #
 #   SMALL_VARIANTS  "NAME=FLAG,FLAG ..." sampler-server variants (with
 #                   --backend=cuda) beside the default in the small part
-#                   ("cuda_nextcall=--close_waiting=next_call")
+#                   ("cuda_nextcall=--close_waiting=next_call
+#                   cuda_completer=--close_waiting=completer")
 #   SMALL_ROUNDS (4)  SMALL_DURATION (4)  LARGE_ROUNDS (2)
 #   LARGE_DURATION (4)  CROSSOVER_DURATION (1s)
 #   ISSUE13_PARTS  which parts ("small upload unary stream crossover")
@@ -40,9 +41,11 @@
 #                   script on a machine without a GPU: the report still
 #                   calls that server "cuda")
 #
-# About 6 minutes on a 16-core H100 host with the defaults (session 8 and 9
-# logs: a small_rounds.sh run of 4 s takes about 6.2 s, one of a 10M
-# answer about 8.7 s; the crossover about 90 s).
+# About 7 minutes on a 16-core H100 host with the defaults (session 8 and 9
+# logs: a small_rounds.sh run of 4 s takes about 6.2 s, so the small part
+# with four servers about 200 s; one of a 10M answer about 8.7 s, so
+# upload, unary and stream about 110 s; the crossover about 90 s). With
+# SMALL_VARIANTS="" the small part takes about 100 s less.
 set -uo pipefail
 bin=$1
 out=$2
@@ -86,7 +89,7 @@ timed() {  # part command...: runs it, logging to OUT/part.log
 
 if want small; then
   variants=()
-  for v in ${SMALL_VARIANTS-cuda_nextcall=--close_waiting=next_call}; do
+  for v in ${SMALL_VARIANTS-cuda_nextcall=--close_waiting=next_call cuda_completer=--close_waiting=completer}; do
     variants+=("${v%%=*}=$server:--backend=$backend,--metrics_listen=,${v#*=}")
   done
   ROUNDS=${SMALL_ROUNDS:-4} DURATION=${SMALL_DURATION:-4} H2LOAD_THREADS=4 \

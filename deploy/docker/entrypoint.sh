@@ -38,7 +38,7 @@
 #   SAMPLER_GPU_INLINE_BELOW_ITEMS --gpu_inline_below_items  0: off
 #   SAMPLER_GPU_INLINE            --gpu_inline        auto, always or never
 #   SAMPLER_GPU_EAGER_BATCHES     --gpu_eager_batches
-#   SAMPLER_CLOSE_WAITING         --close_waiting     dispatcher or next_call
+#   SAMPLER_CLOSE_WAITING         --close_waiting     dispatcher, completer or next_call
 #   SAMPLER_DRAIN_DELAY           --drain_delay
 #   SAMPLER_SHUTDOWN_GRACE        --shutdown_grace
 #   SAMPLER_MAX_CONCURRENT_STREAMS --max_concurrent_streams  per connection

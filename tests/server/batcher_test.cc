@@ -607,11 +607,15 @@ struct BlockingDone {
   }
 };
 
+// Which thread launched the second batch of NextBatchWhileDoneBlocks.
+enum class Launcher { kNone, kCompletingThread, kOther };
+
 // A batch of one job of `items` whose done blocks, then a job queued
-// behind it: the second batch launches while that done still blocks, from
-// another thread than the test's. Returns whether it did.
-bool NextBatchLaunchesWhileDoneBlocks(BatcherOptions options, int64_t items,
-                                      QueueBudget* budget, Metrics* metrics) {
+// behind it: whether the second batch launched while that done still
+// blocked, and from which thread (the one completing the first batch, or
+// another: the dispatcher; never the test's).
+Launcher NextBatchWhileDoneBlocks(BatcherOptions options, int64_t items,
+                                  QueueBudget* budget, Metrics* metrics) {
   FakeBackend backend(/*capacity=*/1);
   BoundedBatcher<> batcher(options, budget, &backend, metrics);
   BlockingDone blocking;
@@ -619,24 +623,33 @@ bool NextBatchLaunchesWhileDoneBlocks(BatcherOptions options, int64_t items,
   EXPECT_TRUE(backend.WaitForBatches(1));
   auto second = std::make_shared<Outcome>();
   EXPECT_TRUE(batcher->Enqueue(MakeJob(2, 1, second)).ok());
+  absl::SleepFor(kQuietPeriod);  // the dispatcher, woken by job 2, asleep
   // Completed on a thread of its own, whose done then blocks.
   std::thread completer([&] { backend.CompleteOldest(); });
+  const std::thread::id completing = completer.get_id();
   const bool launched = backend.WaitForBatches(2);
   blocking.Release();
   completer.join();
   backend.SetAuto(true);
   EXPECT_TRUE(second->Wait());
   const std::vector<std::thread::id> threads = backend.run_threads();
-  return launched && threads.size() == 2 &&
-         threads[1] != std::this_thread::get_id();
+  if (!launched || threads.size() != 2) return Launcher::kNone;
+  EXPECT_NE(threads[1], std::this_thread::get_id());
+  return threads[1] == completing ? Launcher::kCompletingThread
+                                  : Launcher::kOther;
 }
 
 // A completing batch frees its slot before its jobs' done calls run, so a
-// slow done (a large answer being written) does not hold the next batch.
+// slow done (a large answer being written) does not hold the next batch;
+// the dispatcher launches it, or with --close_waiting=completer the
+// completing thread before its done calls.
 TEST_F(BatcherTest, TheNextBatchLaunchesWhileTheLastOnesDoneRuns) {
-  EXPECT_TRUE(NextBatchLaunchesWhileDoneBlocks(
-      Options(1 << 20, kForever, /*close_when_idle=*/true), 1, &budget_,
-      &metrics_));
+  BatcherOptions options = Options(1 << 20, kForever, /*close_when_idle=*/true);
+  EXPECT_EQ(NextBatchWhileDoneBlocks(options, 1, &budget_, &metrics_),
+            Launcher::kOther);
+  options.waiting_close = WaitingClose::kCompleter;
+  EXPECT_EQ(NextBatchWhileDoneBlocks(options, 1, &budget_, &metrics_),
+            Launcher::kCompletingThread);
 }
 
 // --close_waiting=next_call (waiting_close.h): jobs that waited for a
@@ -752,8 +765,8 @@ TEST_F(BatcherTest, LeftToTheNextCallOnlyBehindSmallBatches) {
   options.waiting_close = WaitingClose::kNextCall;
   options.next_call_grace = kForever;
   options.next_call_below_items = 100;
-  EXPECT_TRUE(
-      NextBatchLaunchesWhileDoneBlocks(options, 100, &budget_, &metrics_));
+  EXPECT_EQ(NextBatchWhileDoneBlocks(options, 100, &budget_, &metrics_),
+            Launcher::kOther);
 }
 
 TEST_F(BatcherTest, ClosesWhenTheOldestJobHasWaitedMaxBatchDelay) {
@@ -1221,8 +1234,9 @@ TEST_F(BatcherTest, PerJobFailuresReachOnlyTheirJob) {
 // Many threads, random sizes, some jobs cancelled or expiring, a slow
 // backend and a small budget: every accepted job's done runs exactly once,
 // every refused job's never, and nothing is left queued or counted.
-// Also with --close_waiting=next_call and the idle rule, where arriving
-// calls and completing threads close the jobs left behind a batch.
+// Also with --close_waiting=next_call or completer and the idle rule, where
+// arriving calls and completing threads close the jobs queued behind a
+// batch.
 void EveryAcceptedJobIsDoneExactlyOnce(BatcherOptions options,
                                        Metrics* metrics) {
   QueueBudget budget(20000);
@@ -1285,6 +1299,9 @@ TEST_F(BatcherTest, EveryAcceptedJobIsDoneExactlyOnceUnderConcurrency) {
   next_call.waiting_close = WaitingClose::kNextCall;
   next_call.next_call_grace = absl::Microseconds(20);
   EveryAcceptedJobIsDoneExactlyOnce(next_call, &metrics_);
+  BatcherOptions completer = next_call;
+  completer.waiting_close = WaitingClose::kCompleter;
+  EveryAcceptedJobIsDoneExactlyOnce(completer, &metrics_);
 }
 
 // The series of `text` that starts with `series` exactly, or -1.
