@@ -472,6 +472,9 @@ class Batcher {
           break;
         case WaitingClose::kCompleter:
           closed = CloseLocked(completed);
+          // What did not fit in the batch waits for its delay, which the
+          // dispatcher keeps (it may sleep without a deadline).
+          wake_dispatcher = !queue_.empty();
           break;
         case WaitingClose::kNextCall:
           left = true;
@@ -497,21 +500,18 @@ class Batcher {
   // No call has closed the jobs that a completion left to the next one:
   // closes them on this thread when they still may close, and hands the
   // batch to the backend (Run: this thread is finishing another batch's
-  // jobs). Otherwise another thread closed them, and jobs still queued
-  // joined a queue that someone else had emptied, which woke the dispatcher
-  // for them (Enqueue); it is woken again all the same, in case it sleeps
-  // without a deadline.
+  // jobs). Otherwise another thread closed them. Jobs still queued then
+  // (what did not fit in a batch, later arrivals) wait for their delay,
+  // which the dispatcher keeps: it is woken, in case it sleeps without a
+  // deadline.
   void CloseLeftJobs() {
     Closed closed;
     bool wake_dispatcher = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       const Clock::time_point now = Clock::now();
-      if (MayCloseLocked(now)) {
-        closed = CloseLocked(now);
-      } else {
-        wake_dispatcher = !queue_.empty();
-      }
+      if (MayCloseLocked(now)) closed = CloseLocked(now);
+      wake_dispatcher = !queue_.empty();
     }
     if (wake_dispatcher) dispatch_cv_.notify_one();
     Dispatch(std::move(closed), /*here=*/false);
