@@ -417,7 +417,9 @@ class Batcher {
     for (;;) {
       if (draining_ && queue_.empty()) return;
       if (queue_.empty() || in_flight_ >= capacity_) {
+        waits_without_deadline_ = true;
         dispatch_cv_.wait(lock);
+        waits_without_deadline_ = false;
         continue;
       }
       const Clock::time_point now = Clock::now();
@@ -472,9 +474,7 @@ class Batcher {
           break;
         case WaitingClose::kCompleter:
           closed = CloseLocked(completed);
-          // What did not fit in the batch waits for its delay, which the
-          // dispatcher keeps (it may sleep without a deadline).
-          wake_dispatcher = !queue_.empty();
+          wake_dispatcher = MissesItsDeadlineLocked();
           break;
         case WaitingClose::kNextCall:
           left = true;
@@ -497,13 +497,20 @@ class Batcher {
     FinishCompleting();
   }
 
+  // Whether jobs are queued while the dispatcher sleeps without a deadline
+  // (it waited for a slot): a batch closed elsewhere (completer, next call)
+  // may leave jobs behind (what did not fit, later arrivals), whose delay
+  // the dispatcher keeps once woken. Otherwise it sleeps until the delay of
+  // the queue's first job or earlier (a job that joins an empty queue wakes
+  // it), so it needs no wake-up.
+  bool MissesItsDeadlineLocked() const {
+    return waits_without_deadline_ && !queue_.empty();
+  }
+
   // No call has closed the jobs that a completion left to the next one:
   // closes them on this thread when they still may close, and hands the
   // batch to the backend (Run: this thread is finishing another batch's
-  // jobs). Otherwise another thread closed them. Jobs still queued then
-  // (what did not fit in a batch, later arrivals) wait for their delay,
-  // which the dispatcher keeps: it is woken, in case it sleeps without a
-  // deadline.
+  // jobs). Otherwise another thread closed them.
   void CloseLeftJobs() {
     Closed closed;
     bool wake_dispatcher = false;
@@ -511,7 +518,7 @@ class Batcher {
       std::lock_guard<std::mutex> lock(mu_);
       const Clock::time_point now = Clock::now();
       if (MayCloseLocked(now)) closed = CloseLocked(now);
-      wake_dispatcher = !queue_.empty();
+      wake_dispatcher = MissesItsDeadlineLocked();
     }
     if (wake_dispatcher) dispatch_cv_.notify_one();
     Dispatch(std::move(closed), /*here=*/false);
@@ -533,6 +540,7 @@ class Batcher {
   int in_flight_ = 0;   // batches handed to the backend, not yet reported
   int completing_ = 0;  // batches or dropped sets whose done calls run
   bool draining_ = false;
+  bool waits_without_deadline_ = false;  // the dispatcher, for a slot
   std::thread dispatcher_;  // last: starts after everything above exists
 };
 
