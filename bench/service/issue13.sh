@@ -8,6 +8,9 @@
 #
 #   bench/service/issue13.sh BIN_DIR OUT_DIR
 #
+# or, from a bundle on the GPU host, as a part of bench/gpu_session.sh:
+#   PARTS=issue13 ISSUE13_NAME=h100-sessionN ./gpu_session.sh
+#
 # BIN_DIR: a bundle (tools/bundle-gpu.sh) or a build directory. Servers on
 # CPUs 0..N-5, h2load and sampler-loadgen on the last four. Parts, in this
 # order, each a folder of OUT_DIR (small_rounds.sh's rounds.tsv, per-thread
