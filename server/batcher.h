@@ -18,11 +18,7 @@
 // for their delay or for a slot, which a completing batch frees before its
 // jobs' done calls run. A small request on an idle server so reaches the
 // backend without a thread hop, and with the CPU backend runs on its own
-// gRPC thread (Backend::RunHere). With --close_waiting=completer or
-// next_call (waiting_close.h) the jobs that waited for a batch to complete
-// are closed by the completing thread at once, or left to the next call of
-// their kind, which closes them on its own thread (else the completing
-// thread after a short grace); the dispatcher is not woken for them.
+// gRPC thread (Backend::RunHere).
 #ifndef SAMPLER_SERVER_BATCHER_H_
 #define SAMPLER_SERVER_BATCHER_H_
 
@@ -47,7 +43,6 @@
 #include "server/jobs.h"
 #include "server/metrics.h"
 #include "server/thread_name.h"
-#include "server/waiting_close.h"
 
 namespace sampler::server {
 
@@ -214,14 +209,6 @@ struct BatcherOptions {
   // when it can (Backend::RunHere): no hand-off, but the requests that one
   // gRPC thread reads together are then served one after the other.
   bool run_here = true;
-  // Who closes the jobs that waited for a completing batch when they may
-  // close then (waiting_close.h): the dispatcher, the completing thread at
-  // once, or the next call to arrive (else the completing thread, after
-  // `next_call_grace` or its done calls) when the completed batch had fewer
-  // than `next_call_below_items`.
-  WaitingClose waiting_close = WaitingClose::kDispatcher;
-  absl::Duration next_call_grace = absl::Microseconds(50);
-  int64_t next_call_below_items = 16384;
 };
 
 template <typename JobT>
@@ -417,9 +404,7 @@ class Batcher {
     for (;;) {
       if (draining_ && queue_.empty()) return;
       if (queue_.empty() || in_flight_ >= capacity_) {
-        waits_without_deadline_ = true;
         dispatch_cv_.wait(lock);
-        waits_without_deadline_ = false;
         continue;
       }
       const Clock::time_point now = Clock::now();
@@ -448,80 +433,26 @@ class Batcher {
     backend_->Run(std::move(any), std::move(done));
   }
 
-  // A batch has executed: its slot is free at once (the dispatcher, or
-  // the next call to arrive, may launch the next batch while this thread
-  // finishes the jobs), then every job's done runs.
+  // A batch has executed: its slot is free at once (the dispatcher may
+  // launch the next batch while this thread finishes the jobs), then every
+  // job's done runs.
   void Complete(const std::vector<std::shared_ptr<JobT>>& jobs, int64_t items,
                 const BatchResult& result) {
     metrics_->BatchExecuted(kind_, result.device, result.device_seconds,
                             result.status.ok() ? items : 0);
     bool wake_dispatcher = false;
-    // Jobs left to the next call (waiting_close.h), until this thread
-    // closes them itself.
-    bool left = false;
-    Closed closed;  // closed here at once (completer)
-    const Clock::time_point completed = Clock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
       ++completing_;
-      const bool waiting = !queue_.empty();
-      switch (WhoCloses(options_.waiting_close, waiting,
-                        waiting && MayCloseLocked(completed), items,
-                        options_.next_call_below_items)) {
-        case WaitingClose::kDispatcher:
-          wake_dispatcher = waiting;
-          break;
-        case WaitingClose::kCompleter:
-          closed = CloseLocked(completed);
-          wake_dispatcher = MissesItsDeadlineLocked();
-          break;
-        case WaitingClose::kNextCall:
-          left = true;
-          break;
-      }
+      wake_dispatcher = !queue_.empty();
     }
     // completing_ keeps the batcher alive until FinishCompleting.
     if (wake_dispatcher) dispatch_cv_.notify_one();
-    Dispatch(std::move(closed), /*here=*/false);
-    const Clock::duration grace =
-        absl::ToChronoNanoseconds(options_.next_call_grace);
     for (const auto& job : jobs) {
-      if (left && Clock::now() - completed >= grace) {
-        CloseLeftJobs();
-        left = false;
-      }
       job->done(result.status.ok() ? job->status : result.status);
     }
-    if (left) CloseLeftJobs();
     FinishCompleting();
-  }
-
-  // Whether jobs are queued while the dispatcher sleeps without a deadline
-  // (it waited for a slot): a batch closed elsewhere (completer, next call)
-  // may leave jobs behind (what did not fit, later arrivals), whose delay
-  // the dispatcher keeps once woken. Otherwise it sleeps until the delay of
-  // the queue's first job or earlier (a job that joins an empty queue wakes
-  // it), so it needs no wake-up.
-  bool MissesItsDeadlineLocked() const {
-    return waits_without_deadline_ && !queue_.empty();
-  }
-
-  // No call has closed the jobs that a completion left to the next one:
-  // closes them on this thread when they still may close, and hands the
-  // batch to the backend (Run: this thread is finishing another batch's
-  // jobs). Otherwise another thread closed them.
-  void CloseLeftJobs() {
-    Closed closed;
-    bool wake_dispatcher = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const Clock::time_point now = Clock::now();
-      if (MayCloseLocked(now)) closed = CloseLocked(now);
-      wake_dispatcher = MissesItsDeadlineLocked();
-    }
-    if (wake_dispatcher) dispatch_cv_.notify_one();
-    Dispatch(std::move(closed), /*here=*/false);
   }
 
   const Kind kind_;
@@ -540,7 +471,6 @@ class Batcher {
   int in_flight_ = 0;   // batches handed to the backend, not yet reported
   int completing_ = 0;  // batches or dropped sets whose done calls run
   bool draining_ = false;
-  bool waits_without_deadline_ = false;  // the dispatcher, for a slot
   std::thread dispatcher_;  // last: starts after everything above exists
 };
 

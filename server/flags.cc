@@ -13,7 +13,6 @@
 #include "server/gpu_inline.h"
 #include "server/request_parse.h"
 #include "server/stream_chunk.h"
-#include "server/waiting_close.h"
 
 namespace sampler::server {
 namespace {
@@ -188,10 +187,6 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
   if (!ParseGpuInline(f.gpu_inline).has_value()) {
     return Bad("--gpu_inline", Quoted(f.gpu_inline),
                ": must be always, auto or never");
-  }
-  if (!ParseWaitingClose(f.close_waiting).has_value()) {
-    return Bad("--close_waiting", Quoted(f.close_waiting),
-               ": must be dispatcher, completer or next_call");
   }
   for (const absl::Status& s : {
            AtLeast("--max_batch_items", f.max_batch_items, 1,

@@ -44,7 +44,6 @@
 #include "server/service.h"
 #include "server/shutdown_watchdog.h"
 #include "server/tls.h"
-#include "server/waiting_close.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
@@ -132,13 +131,6 @@ ABSL_FLAG(int32_t, gpu_eager_batches, 1,
           "the GPUs); above 1, small requests close their batch at once "
           "while a stream is free (with --gpu_inline_below_items: on their "
           "own gRPC thread)");
-ABSL_FLAG(std::string, close_waiting, "dispatcher",
-          "Who closes the requests that waited for their kind's batch when "
-          "it completes: dispatcher (the batcher's thread, woken by the "
-          "completion), completer (the completing thread, at once) or "
-          "next_call (the next request of the kind to arrive, on its gRPC "
-          "thread, where --gpu_inline may run the batch; else the completing "
-          "thread after 50 us or its answers)");
 ABSL_FLAG(int64_t, cpu_below_items, 0,
           "CUDA backend: batches of fewer work items than this run on the "
           "CPU in the same process (0: off); same bits for every sampling "
@@ -228,7 +220,6 @@ ServerFlags FlagValues() {
   f.gpu_inline_below_items = absl::GetFlag(FLAGS_gpu_inline_below_items);
   f.gpu_inline = absl::GetFlag(FLAGS_gpu_inline);
   f.gpu_eager_batches = absl::GetFlag(FLAGS_gpu_eager_batches);
-  f.close_waiting = absl::GetFlag(FLAGS_close_waiting);
   f.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   f.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   f.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -365,7 +356,6 @@ int Run(ShutdownWatchdog& watchdog) {
   options.batcher.max_batch_delay = absl::GetFlag(FLAGS_max_batch_delay);
   options.batcher.close_when_idle = absl::GetFlag(FLAGS_close_batch_when_idle);
   options.batcher.run_here = absl::GetFlag(FLAGS_run_small_batches_inline);
-  options.batcher.waiting_close = *ParseWaitingClose(flag_values.close_waiting);
   // Only --gpu_inline=auto asks whether a call is alone on its connection.
   options.count_connection_calls =
       backend_options.gpu_inline == GpuInline::kAuto &&

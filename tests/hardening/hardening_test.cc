@@ -168,7 +168,6 @@ TEST(StartupChecks, EveryValueThatCannotWorkExits1NamingFlagAndValue) {
       {"--gpu_wait=sleep", "--gpu_wait=\"sleep\""},
       {"--gpu_inline_below_items=-1", "--gpu_inline_below_items=-1"},
       {"--gpu_inline=sometimes", "--gpu_inline=\"sometimes\""},
-      {"--close_waiting=worker", "--close_waiting=\"worker\""},
       {"--gpu_eager_batches=0", "--gpu_eager_batches=0"},
       {"--gpus=0,x", "--gpus=\"x\""},
       {"--gpus=1,1", "--gpus=1"},

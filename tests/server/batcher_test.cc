@@ -113,9 +113,8 @@ class FakeBackend : public Backend {
     return true;
   }
 
-  // Set before the batcher is made (it reads it once).
+  // Set before the batcher is made (it reads them once).
   void set_eager(int eager) { eager_ = eager; }
-  // Read by RunHere: set it on the thread that enqueues.
   void set_here(bool here) { here_ = here; }
 
   // The threads that called Run and RunHere, in order.
@@ -572,201 +571,38 @@ TEST_F(BatcherTest, ClosesAtOnceWhileFewerThanEagerBatchesExecute) {
   EXPECT_EQ(backend.max_in_flight(), 2);
 }
 
-// A job whose done blocks until released (a large answer being written),
-// and says when it has started.
-struct BlockingDone {
+// A completing batch frees its slot before its jobs' done calls run, so a
+// slow done (a large answer being written) does not hold the next batch.
+TEST_F(BatcherTest, TheNextBatchLaunchesWhileTheLastOnesDoneRuns) {
+  FakeBackend backend(/*capacity=*/1);
+  BoundedBatcher<> batcher(Options(1 << 20, kForever, /*close_when_idle=*/true),
+                           &budget_, &backend, &metrics_);
   std::mutex mu;
   std::condition_variable cv;
-  bool entered = false;
-  bool released = false;
-
-  std::shared_ptr<GammaJob> Job(uint64_t id, int64_t items) {
-    auto job = std::make_shared<GammaJob>();
-    job->seed = id;
-    job->items = items;
-    job->done = [this](absl::Status) {
-      std::unique_lock<std::mutex> lock(mu);
-      entered = true;
-      cv.notify_all();
-      cv.wait_for(lock, absl::ToChronoNanoseconds(kPatience),
-                  [&] { return released; });
-    };
-    return job;
-  }
-  bool WaitEntered() {
+  bool release = false;
+  auto first = std::make_shared<GammaJob>();
+  first->seed = 1;
+  first->items = 1;
+  first->done = [&](absl::Status) {
     std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, absl::ToChronoNanoseconds(kPatience),
-                       [&] { return entered; });
-  }
-  void Release() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      released = true;
-    }
-    cv.notify_all();
-  }
-};
-
-// Which thread launched the second batch of NextBatchWhileDoneBlocks.
-enum class Launcher { kNone, kCompletingThread, kOther };
-
-// A batch of one job of `items` whose done blocks, then a job queued
-// behind it: whether the second batch launched while that done still
-// blocked, and from which thread (the one completing the first batch, or
-// another: the dispatcher; never the test's).
-Launcher NextBatchWhileDoneBlocks(BatcherOptions options, int64_t items,
-                                  QueueBudget* budget, Metrics* metrics) {
-  FakeBackend backend(/*capacity=*/1);
-  BoundedBatcher<> batcher(options, budget, &backend, metrics);
-  BlockingDone blocking;
-  EXPECT_TRUE(batcher->Enqueue(blocking.Job(1, items)).ok());
-  EXPECT_TRUE(backend.WaitForBatches(1));
-  auto second = std::make_shared<Outcome>();
-  EXPECT_TRUE(batcher->Enqueue(MakeJob(2, 1, second)).ok());
-  absl::SleepFor(kQuietPeriod);  // the dispatcher, woken by job 2, asleep
-  // Completed on a thread of its own, whose done then blocks.
-  std::thread completer([&] { backend.CompleteOldest(); });
-  const std::thread::id completing = completer.get_id();
-  const bool launched = backend.WaitForBatches(2);
-  blocking.Release();
-  completer.join();
-  backend.SetAuto(true);
-  EXPECT_TRUE(second->Wait());
-  const std::vector<std::thread::id> threads = backend.run_threads();
-  if (!launched || threads.size() != 2) return Launcher::kNone;
-  EXPECT_NE(threads[1], std::this_thread::get_id());
-  return threads[1] == completing ? Launcher::kCompletingThread
-                                  : Launcher::kOther;
-}
-
-// A completing batch frees its slot before its jobs' done calls run, so a
-// slow done (a large answer being written) does not hold the next batch;
-// the dispatcher launches it, or with --close_waiting=completer the
-// completing thread before its done calls.
-TEST_F(BatcherTest, TheNextBatchLaunchesWhileTheLastOnesDoneRuns) {
-  BatcherOptions options = Options(1 << 20, kForever, /*close_when_idle=*/true);
-  EXPECT_EQ(NextBatchWhileDoneBlocks(options, 1, &budget_, &metrics_),
-            Launcher::kOther);
-  options.waiting_close = WaitingClose::kCompleter;
-  EXPECT_EQ(NextBatchWhileDoneBlocks(options, 1, &budget_, &metrics_),
-            Launcher::kCompletingThread);
-}
-
-// --close_waiting=next_call (waiting_close.h): jobs that waited for a
-// completing batch are not closed by the dispatcher; the next call to
-// arrive closes them with itself on its own thread (Backend::RunHere, lone
-// as that call was), while the completed batch's done calls still run.
-TEST_F(BatcherTest, LeftToTheNextCallTheyCloseOnItsThread) {
-  FakeBackend backend(/*capacity=*/4);  // the first batch through Run
-  BatcherOptions options = Options(1 << 20, kForever, /*close_when_idle=*/true);
-  options.waiting_close = WaitingClose::kNextCall;
-  options.next_call_grace = kForever;  // only an arrival or the done calls
-  BoundedBatcher<> batcher(options, &budget_, &backend, &metrics_);
-  BlockingDone blocking;
-  ASSERT_TRUE(batcher->Enqueue(blocking.Job(1, 1)).ok());
+    cv.wait_for(lock, absl::ToChronoNanoseconds(kPatience),
+                [&] { return release; });
+  };
+  ASSERT_TRUE(batcher->Enqueue(first).ok());
   ASSERT_TRUE(backend.WaitForBatches(1));
   auto second = std::make_shared<Outcome>();
   ASSERT_TRUE(batcher->Enqueue(MakeJob(2, 1, second)).ok());
-  // Job 2 joined an empty queue, which woke the dispatcher (for its delay):
-  // let it find that the job may not close yet and sleep again, or it could
-  // take the job once the first batch completes.
-  absl::SleepFor(kQuietPeriod);
+  // Completed on a thread of its own, whose done then blocks.
   std::thread completer([&] { backend.CompleteOldest(); });
-  EXPECT_TRUE(blocking.WaitEntered());
-  // The first batch's done runs; job 2 waits for the next call.
-  absl::SleepFor(kQuietPeriod);
-  EXPECT_EQ(backend.seen().size(), 1u);
-  auto third = std::make_shared<Outcome>();
-  auto job = MakeJob(3, 1, third);
-  job->lone_call = true;
-  // Closed here with the waiting job, and run here (the fake's RunHere).
-  backend.set_here(true);
-  ASSERT_TRUE(batcher->Enqueue(job).ok());
-  EXPECT_EQ(third->Calls(), 1);
-  EXPECT_EQ(second->Calls(), 1);
-  ASSERT_EQ(backend.seen().size(), 2u);
-  EXPECT_EQ(backend.seen()[1].ids, Ids({2, 3}));
-  EXPECT_TRUE(backend.seen()[1].closed_on_lone_call);
-  ASSERT_EQ(backend.here_threads().size(), 1u);
-  EXPECT_EQ(backend.here_threads()[0], std::this_thread::get_id());
-  blocking.Release();
-  completer.join();
-  EXPECT_EQ(backend.seen().size(), 2u);  // the completion closed nothing
-}
-
-// ... and when no call arrives, the completing thread closes them itself:
-// once its done calls have returned, or once the grace has passed (checked
-// between done calls), whichever is first; never the dispatcher, and the
-// batch goes through Run (not lone, not here).
-TEST_F(BatcherTest, LeftToTheNextCallTheCompletingThreadClosesThemAfterAll) {
-  for (const bool slow_done : {false, true}) {
-    SCOPED_TRACE(slow_done ? "grace passes during the done calls"
-                           : "done calls end first");
-    FakeBackend backend(/*capacity=*/4);
-    BatcherOptions options =
-        Options(1 << 20, kForever, /*close_when_idle=*/true);
-    options.waiting_close = WaitingClose::kNextCall;
-    options.next_call_grace = slow_done ? absl::Milliseconds(20) : kForever;
-    BoundedBatcher<> batcher(options, &budget_, &backend, &metrics_);
-    std::atomic<int> done_calls{0};
-    std::atomic<size_t> batches_at_second_done{0};
-    // Two jobs in the first batch; the second's done waits until the
-    // waiting job's batch has been launched (with the grace) or returns at
-    // once.
-    std::vector<std::shared_ptr<GammaJob>> firsts;
-    for (uint64_t id = 1; id <= 2; ++id) {
-      auto job = std::make_shared<GammaJob>();
-      job->seed = id;
-      job->items = 1;
-      job->done = [&, id](absl::Status) {
-        if (id == 1 && slow_done) absl::SleepFor(absl::Milliseconds(40));
-        if (id == 2) batches_at_second_done = backend.seen().size();
-        ++done_calls;
-      };
-      firsts.push_back(job);
-    }
-    // Both in one batch: a job alone would close at once, so an opener
-    // runs first and they wait behind it.
-    auto opener = std::make_shared<Outcome>();
-    ASSERT_TRUE(batcher->Enqueue(MakeJob(9, 1, opener)).ok());
-    ASSERT_TRUE(backend.WaitForBatches(1));
-    for (auto& job : firsts) ASSERT_TRUE(batcher->Enqueue(job).ok());
-    absl::SleepFor(kQuietPeriod);
-    // Its completion leaves them to the next call; none comes, so this
-    // thread closes them after the opener's done.
-    ASSERT_TRUE(backend.CompleteOldest());
-    ASSERT_TRUE(opener->Wait());
-    ASSERT_TRUE(backend.WaitForBatches(2));
-    EXPECT_EQ(backend.seen()[1].ids, Ids({1, 2}));
-    // A job waits behind {1, 2}; no call arrives after it.
-    auto waiting = std::make_shared<Outcome>();
-    ASSERT_TRUE(batcher->Enqueue(MakeJob(4, 1, waiting)).ok());
-    absl::SleepFor(kQuietPeriod);  // the dispatcher back asleep (above)
-    const std::thread::id completing = std::this_thread::get_id();
-    ASSERT_TRUE(backend.CompleteOldest());
-    EXPECT_EQ(done_calls.load(), 2);
-    // Closed before CompleteOldest returned.
-    ASSERT_EQ(backend.seen().size(), 3u);
-    EXPECT_EQ(backend.seen()[2].ids, Ids({4}));
-    EXPECT_FALSE(backend.seen()[2].closed_on_lone_call);
-    ASSERT_FALSE(backend.run_threads().empty());
-    EXPECT_EQ(backend.run_threads().back(), completing);
-    // With the grace passed during job 1's done, before job 2's.
-    EXPECT_EQ(batches_at_second_done.load(), slow_done ? 3u : 2u);
-    backend.SetAuto(true);
-    ASSERT_TRUE(waiting->Wait());
+  EXPECT_TRUE(backend.WaitForBatches(2));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
   }
-}
-
-// A large completed batch (next_call_below_items) wakes the dispatcher as
-// before: its done calls may be long.
-TEST_F(BatcherTest, LeftToTheNextCallOnlyBehindSmallBatches) {
-  BatcherOptions options = Options(1 << 20, kForever, /*close_when_idle=*/true);
-  options.waiting_close = WaitingClose::kNextCall;
-  options.next_call_grace = kForever;
-  options.next_call_below_items = 100;
-  EXPECT_EQ(NextBatchWhileDoneBlocks(options, 100, &budget_, &metrics_),
-            Launcher::kOther);
+  cv.notify_all();
+  completer.join();
+  backend.SetAuto(true);
+  ASSERT_TRUE(second->Wait());
 }
 
 TEST_F(BatcherTest, ClosesWhenTheOldestJobHasWaitedMaxBatchDelay) {
@@ -1234,15 +1070,12 @@ TEST_F(BatcherTest, PerJobFailuresReachOnlyTheirJob) {
 // Many threads, random sizes, some jobs cancelled or expiring, a slow
 // backend and a small budget: every accepted job's done runs exactly once,
 // every refused job's never, and nothing is left queued or counted.
-// Also with --close_waiting=next_call or completer and the idle rule, where
-// arriving calls and completing threads close the jobs queued behind a
-// batch.
-void EveryAcceptedJobIsDoneExactlyOnce(BatcherOptions options,
-                                       Metrics* metrics) {
+TEST_F(BatcherTest, EveryAcceptedJobIsDoneExactlyOnceUnderConcurrency) {
   QueueBudget budget(20000);
   FakeBackend backend(/*capacity=*/2);
   backend.SetAuto(true, absl::OkStatus(), absl::Microseconds(200));
-  BoundedBatcher<> batcher(options, &budget, &backend, metrics);
+  BoundedBatcher<> batcher(Options(500, absl::Microseconds(300)), &budget,
+                           &backend, &metrics_);
   constexpr int kThreads = 4;
   constexpr int kJobsPerThread = 400;
   std::vector<std::shared_ptr<Outcome>> outcomes(kThreads * kJobsPerThread);
@@ -1289,19 +1122,6 @@ void EveryAcceptedJobIsDoneExactlyOnce(BatcherOptions options,
     }
   }
   EXPECT_LE(backend.max_in_flight(), 2);
-}
-
-TEST_F(BatcherTest, EveryAcceptedJobIsDoneExactlyOnceUnderConcurrency) {
-  EveryAcceptedJobIsDoneExactlyOnce(Options(500, absl::Microseconds(300)),
-                                    &metrics_);
-  BatcherOptions next_call =
-      Options(500, absl::Microseconds(300), /*close_when_idle=*/true);
-  next_call.waiting_close = WaitingClose::kNextCall;
-  next_call.next_call_grace = absl::Microseconds(20);
-  EveryAcceptedJobIsDoneExactlyOnce(next_call, &metrics_);
-  BatcherOptions completer = next_call;
-  completer.waiting_close = WaitingClose::kCompleter;
-  EveryAcceptedJobIsDoneExactlyOnce(completer, &metrics_);
 }
 
 // The series of `text` that starts with `series` exactly, or -1.

@@ -11,7 +11,7 @@ jobs=$(nproc)
 passed=0; failed=0
 
 # Unit and integration binaries, by CTest name.
-asan_tests='^(detmath|philox|boards|categorical|gamma|dirichlet|enumerate|golden|request_parse|stream_chunk|cpu_backend|metrics|batcher|client_(common|ctl|loadgen)|stream_reactor|connection_calls|lone_call|gpu_inline|waiting_close|integration)_test$'
+asan_tests='^(detmath|philox|boards|categorical|gamma|dirichlet|enumerate|golden|request_parse|stream_chunk|cpu_backend|metrics|batcher|client_(common|ctl|loadgen)|stream_reactor|connection_calls|lone_call|gpu_inline|integration)_test$'
 tsan_tests='^(batcher|cpu_backend|device_dispatch|metrics|connection_calls)_test$'
 
 run_suite() {  # name sanitize test-regex targets...
@@ -34,7 +34,6 @@ if run_suite asan address "$asan_tests" detmath_test philox_test boards_test \
     request_parse_test stream_chunk_test cpu_backend_test metrics_test \
     batcher_test client_common_test client_ctl_test client_loadgen_test \
     stream_reactor_test connection_calls_test lone_call_test gpu_inline_test \
-    waiting_close_test \
     integration_test sampler-server; then
   passed=$((passed + 1)); echo "asan+ubsan: passed"
 else
