@@ -18,7 +18,11 @@
 #   small     256 float32 gamma samples a call, 64 connections x 1 stream
 #             and 16 x 16 (targets: >= 0.90 of the floor, p99 reported):
 #             floor, cuda (the default flags) and SMALL_VARIANTS;
-#             SMALL_ROUNDS rounds of SMALL_DURATION s
+#             SMALL_ROUNDS rounds of SMALL_DURATION s (the variants: small
+#             batches served from the CPU, --cpu_below_items, issue 13
+#             deliverable 5, at 16384 items (every batch of these calls)
+#             and 4096 (64 x 1's batches of about 8 calls, not 16 x 16's of
+#             about 23), and the CPU backend alone)
 #   upload    the 16 MB upload (4096 x 1024 float32 categorical weights),
 #             one and four calls at a time (>= 0.80 of the floor)
 #   unary     10M float32 gamma samples in one answer, one call at a time,
@@ -35,20 +39,22 @@
 #
 #   SMALL_VARIANTS  "NAME=FLAG,FLAG ..." sampler-server variants (with
 #                   --backend=cuda) beside the default in the small part
-#                   ("cuda_nextcall=--close_waiting=next_call
-#                   cuda_completer=--close_waiting=completer")
-#   SMALL_ROUNDS (4)  SMALL_DURATION (4)  LARGE_ROUNDS (2)
+#                   ("cuda_cpubelow16k=--cpu_below_items=16384
+#                   cuda_cpubelow4k=--cpu_below_items=4096 cpu=--backend=cpu";
+#                   a later flag overrides an earlier one)
+#   SMALL_ROUNDS (3)  SMALL_DURATION (4)  LARGE_ROUNDS (2)
 #   LARGE_DURATION (4)  CROSSOVER_DURATION (1s)
 #   ISSUE13_PARTS  which parts ("small upload unary stream crossover")
 #   ISSUE13_BACKEND  the service's backend (cuda; cpu only to try the
 #                   script on a machine without a GPU: the report still
 #                   calls that server "cuda")
 #
-# About 7 minutes on a 16-core H100 host with the defaults (session 8 and 9
-# logs: a small_rounds.sh run of 4 s takes about 6.2 s, so the small part
-# with four servers about 200 s; one of a 10M answer about 8.7 s, so
-# upload, unary and stream about 110 s; the crossover about 90 s). With
-# SMALL_VARIANTS="" the small part takes about 100 s less.
+# About 400 s on a 16-core H100 host with the defaults (a small_rounds.sh
+# run of 4 s took 6.4 s in session 10's mid-session call, so the small part
+# with five servers and 3 rounds about 190 s; one of a 10M answer about
+# 8.7 s and of the upload 5.5 s in session 8, so upload, unary and stream
+# about 110 s; the crossover about 90 s). Each variant adds about 38 s,
+# each round of the small part 13 s a server.
 set -uo pipefail
 bin=$1
 out=$2
@@ -92,10 +98,10 @@ timed() {  # part command...: runs it, logging to OUT/part.log
 
 if want small; then
   variants=()
-  for v in ${SMALL_VARIANTS-cuda_nextcall=--close_waiting=next_call cuda_completer=--close_waiting=completer}; do
+  for v in ${SMALL_VARIANTS-cuda_cpubelow16k=--cpu_below_items=16384 cuda_cpubelow4k=--cpu_below_items=4096 cpu=--backend=cpu}; do
     variants+=("${v%%=*}=$server:--backend=$backend,--metrics_listen=,${v#*=}")
   done
-  ROUNDS=${SMALL_ROUNDS:-4} DURATION=${SMALL_DURATION:-4} H2LOAD_THREADS=4 \
+  ROUNDS=${SMALL_ROUNDS:-3} DURATION=${SMALL_DURATION:-4} H2LOAD_THREADS=4 \
     timed small "$here/small_rounds.sh" "$bin" "$out/small" "$floor" "$cuda" \
     "${variants[@]}"
   # CPU and context switches a call by thread group, every server.
