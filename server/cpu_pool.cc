@@ -9,14 +9,16 @@
 
 namespace sampler::server {
 
-CpuPool::CpuPool(int threads) : threads_(threads) {}
+CpuPool::CpuPool(int threads, const char* name)
+    : threads_(threads), name_(name) {}
 
-absl::StatusOr<std::unique_ptr<CpuPool>> CpuPool::Create(int threads) {
+absl::StatusOr<std::unique_ptr<CpuPool>> CpuPool::Create(int threads,
+                                                         const char* name) {
   if (threads < 1 || threads > kMaxThreads) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cpu threads = ", threads, ": must be between 1 and ", kMaxThreads));
   }
-  std::unique_ptr<CpuPool> pool(new CpuPool(threads));
+  std::unique_ptr<CpuPool> pool(new CpuPool(threads, name));
   pool->workers_.reserve(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i) {
     // std::thread reports a refused thread by throwing; this is the one
@@ -58,7 +60,7 @@ void CpuPool::Enqueue(std::vector<std::function<void()>> tasks) {
 }
 
 void CpuPool::WorkerLoop() {
-  NameThisThread("cpu-pool");
+  NameThisThread(name_);
   for (;;) {
     std::function<void()> task;
     {

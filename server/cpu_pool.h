@@ -23,8 +23,10 @@ class CpuPool {
   static constexpr int kMaxThreads = 4096;
 
   // A pool of `threads` workers (1 .. kMaxThreads, else InvalidArgument;
-  // ResourceExhausted if the system refuses a thread).
-  static absl::StatusOr<std::unique_ptr<CpuPool>> Create(int threads);
+  // ResourceExhausted if the system refuses a thread), named `name` in
+  // profiles (thread_name.h).
+  static absl::StatusOr<std::unique_ptr<CpuPool>> Create(
+      int threads, const char* name = "cpu-pool");
 
   // Shutdown(). Never throws.
   ~CpuPool();
@@ -43,10 +45,11 @@ class CpuPool {
   void Shutdown();
 
  private:
-  explicit CpuPool(int threads);
+  CpuPool(int threads, const char* name);
   void WorkerLoop();
 
   const int threads_;
+  const char* const name_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -29,5 +29,6 @@ cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
   "$root/bench/service/poisson_binomial_ref.py" \
   "$root/bench/service/small_rounds.sh" "$root/bench/service/crossover.sh" \
   "$root/bench/service/crossover_report.py" \
+  "$root/bench/service/issue13.sh" "$root/bench/service/issue13_report.py" \
   "$root/bench/service/server_probe.py" "$root/bench/service/thread_report.py" \
   "$dest/"
