@@ -357,8 +357,7 @@ fi
 # Every ratio of issue 13 in one command (its "Done when"), about 400 s
 # (bounded at 570 s): small requests in both patterns (floor, the default
 # CUDA server and SMALL_VARIANTS: small batches from the CPU,
-# --cpu_below_items, the CPU backend, and a batch's answers finished by
-# several threads, --done_threads; 3 rounds, p99), the 16 MB upload
+# --cpu_below_items, and the CPU backend; 3 rounds, p99), the 16 MB upload
 # one and four at a time, 10M float32 samples in one answer and as a
 # stream (2 rounds each), and the CUDA-vs-CPU crossover per RPC; the
 # report (a row per target, met or missed with the profile of a miss) is

@@ -27,7 +27,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,7 +40,6 @@
 #include "absl/time/time.h"
 #include "sampler/kernels/status_macros.h"
 #include "server/backend.h"
-#include "server/cpu_pool.h"
 #include "server/jobs.h"
 #include "server/metrics.h"
 #include "server/thread_name.h"
@@ -211,15 +209,6 @@ struct BatcherOptions {
   // when it can (Backend::RunHere): no hand-off, but the requests that one
   // gRPC thread reads together are then served one after the other.
   bool run_here = true;
-  // Threads that share a completing batch's done calls with the thread that
-  // completes it (--done_threads; nullptr: that thread alone, one call
-  // after the other): the completing thread keeps the first
-  // `done_calls_a_task` and hands the rest to the pool in tasks of as
-  // many, so that the last call of a batch of n waits for about
-  // done_calls_a_task done calls instead of n - 1. The pool must outlive
-  // the batcher.
-  CpuPool* done_pool = nullptr;
-  int done_calls_a_task = 2;
 };
 
 template <typename JobT>
@@ -452,47 +441,18 @@ class Batcher {
     metrics_->BatchExecuted(kind_, result.device, result.device_seconds,
                             result.status.ok() ? items : 0);
     bool wake_dispatcher = false;
-    const size_t share =
-        options_.done_pool == nullptr
-            ? jobs.size()
-            : static_cast<size_t>(std::max(1, options_.done_calls_a_task));
-    std::vector<std::function<void()>> tasks;
-    for (size_t first = share; first < jobs.size(); first += share) {
-      tasks.push_back([this,
-                       part = std::vector<std::shared_ptr<JobT>>(
-                           jobs.begin() + first,
-                           jobs.begin() + std::min(first + share, jobs.size())),
-                       status = result.status] {
-        FinishJobs(part, status);
-        FinishCompleting();
-      });
-    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;
-      // This thread's share and each task count until their done calls
-      // have returned.
-      completing_ += 1 + static_cast<int>(tasks.size());
+      ++completing_;
       wake_dispatcher = !queue_.empty();
     }
     // completing_ keeps the batcher alive until FinishCompleting.
     if (wake_dispatcher) dispatch_cv_.notify_one();
-    if (!tasks.empty()) options_.done_pool->Enqueue(std::move(tasks));
-    FinishJobs(jobs.begin(), jobs.begin() + std::min(share, jobs.size()),
-               result.status);
-    FinishCompleting();
-  }
-
-  // Each job's done, with the batch's failure if it failed as a whole.
-  template <typename It>
-  static void FinishJobs(It begin, It end, const absl::Status& batch) {
-    for (It job = begin; job != end; ++job) {
-      (*job)->done(batch.ok() ? (*job)->status : batch);
+    for (const auto& job : jobs) {
+      job->done(result.status.ok() ? job->status : result.status);
     }
-  }
-  static void FinishJobs(const std::vector<std::shared_ptr<JobT>>& jobs,
-                         const absl::Status& batch) {
-    FinishJobs(jobs.begin(), jobs.end(), batch);
+    FinishCompleting();
   }
 
   const Kind kind_;

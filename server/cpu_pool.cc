@@ -9,16 +9,14 @@
 
 namespace sampler::server {
 
-CpuPool::CpuPool(int threads, const char* name)
-    : threads_(threads), name_(name) {}
+CpuPool::CpuPool(int threads) : threads_(threads) {}
 
-absl::StatusOr<std::unique_ptr<CpuPool>> CpuPool::Create(int threads,
-                                                         const char* name) {
+absl::StatusOr<std::unique_ptr<CpuPool>> CpuPool::Create(int threads) {
   if (threads < 1 || threads > kMaxThreads) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cpu threads = ", threads, ": must be between 1 and ", kMaxThreads));
   }
-  std::unique_ptr<CpuPool> pool(new CpuPool(threads, name));
+  std::unique_ptr<CpuPool> pool(new CpuPool(threads));
   pool->workers_.reserve(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i) {
     // std::thread reports a refused thread by throwing; this is the one
@@ -60,7 +58,7 @@ void CpuPool::Enqueue(std::vector<std::function<void()>> tasks) {
 }
 
 void CpuPool::WorkerLoop() {
-  NameThisThread(name_);
+  NameThisThread("cpu-pool");
   for (;;) {
     std::function<void()> task;
     {

@@ -23,10 +23,8 @@ class CpuPool {
   static constexpr int kMaxThreads = 4096;
 
   // A pool of `threads` workers (1 .. kMaxThreads, else InvalidArgument;
-  // ResourceExhausted if the system refuses a thread), named `name` in
-  // profiles (thread_name.h).
-  static absl::StatusOr<std::unique_ptr<CpuPool>> Create(
-      int threads, const char* name = "cpu-pool");
+  // ResourceExhausted if the system refuses a thread).
+  static absl::StatusOr<std::unique_ptr<CpuPool>> Create(int threads);
 
   // Shutdown(). Never throws.
   ~CpuPool();
@@ -45,11 +43,10 @@ class CpuPool {
   void Shutdown();
 
  private:
-  CpuPool(int threads, const char* name);
+  explicit CpuPool(int threads);
   void WorkerLoop();
 
   const int threads_;
-  const char* const name_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -200,7 +200,6 @@ absl::Status CheckServerFlags(const ServerFlags& f) {
                    std::numeric_limits<int32_t>::max()),
            AtLeast("--max_queued_items", f.max_queued_items, 1),
            InRange("--worker_threads", f.worker_threads, 0, kMaxWorkerThreads),
-           InRange("--done_threads", f.done_threads, 0, kMaxWorkerThreads),
            AtLeast("--answer_cache_bytes", f.answer_cache_bytes, 0,
                    " (0: none)"),
            InRange("--streams_per_gpu", f.streams_per_gpu, 1,

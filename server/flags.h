@@ -56,7 +56,6 @@ struct ServerFlags {
   int64_t gpu_inline_below_items = 0;
   std::string gpu_inline;
   int64_t gpu_eager_batches = 0;
-  int64_t done_threads = 0;
   absl::Duration drain_delay;
   absl::Duration shutdown_grace;
   // Transport bounds (issue 9 item 2).

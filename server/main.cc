@@ -39,7 +39,6 @@
 #include "server/auth.h"
 #include "server/backend_factory.h"
 #include "server/bad_body_interceptor.h"
-#include "server/cpu_pool.h"
 #include "server/flags.h"
 #include "server/metrics.h"
 #include "server/service.h"
@@ -132,10 +131,6 @@ ABSL_FLAG(int32_t, gpu_eager_batches, 1,
           "the GPUs); above 1, small requests close their batch at once "
           "while a stream is free (with --gpu_inline_below_items: on their "
           "own gRPC thread)");
-ABSL_FLAG(int32_t, done_threads, 0,
-          "Threads that share a completing batch's answers with the thread "
-          "that completes it, two calls a thread, so that the last call of a "
-          "batch does not wait for all the others' (0: that thread alone)");
 ABSL_FLAG(int64_t, cpu_below_items, 0,
           "CUDA backend: batches of fewer work items than this run on the "
           "CPU in the same process (0: off); same bits for every sampling "
@@ -225,7 +220,6 @@ ServerFlags FlagValues() {
   f.gpu_inline_below_items = absl::GetFlag(FLAGS_gpu_inline_below_items);
   f.gpu_inline = absl::GetFlag(FLAGS_gpu_inline);
   f.gpu_eager_batches = absl::GetFlag(FLAGS_gpu_eager_batches);
-  f.done_threads = absl::GetFlag(FLAGS_done_threads);
   f.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   f.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   f.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -349,23 +343,8 @@ int Run(ShutdownWatchdog& watchdog) {
     }
   }
 
-  // Before the service: its batchers hand done calls to it until they have
-  // drained.
-  std::unique_ptr<CpuPool> done_pool;
-  if (flag_values.done_threads > 0) {
-    absl::StatusOr<std::unique_ptr<CpuPool>> pool = CpuPool::Create(
-        static_cast<int>(flag_values.done_threads), "done-pool");
-    if (!pool.ok()) {
-      std::fprintf(stderr, "sampler-server: --done_threads: %s\n",
-                   std::string(pool.status().message()).c_str());
-      return 1;
-    }
-    done_pool = *std::move(pool);
-  }
-
   ServiceOptions options;
   options.version = kVersion;
-  options.batcher.done_pool = done_pool.get();
   options.limits.max_items_per_request =
       absl::GetFlag(FLAGS_max_items_per_request);
   options.limits.max_items_per_stream =

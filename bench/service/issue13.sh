@@ -22,8 +22,7 @@
 #             batches served from the CPU, --cpu_below_items, issue 13
 #             deliverable 5, at 16384 items (every batch of these calls)
 #             and 4096 (64 x 1's batches of about 8 calls, not 16 x 16's of
-#             about 23), the CPU backend alone, and --done_threads=4: a
-#             batch's answers finished by four more threads, two a thread)
+#             about 23), and the CPU backend alone)
 #   upload    the 16 MB upload (4096 x 1024 float32 categorical weights),
 #             one and four calls at a time (>= 0.80 of the floor)
 #   unary     10M float32 gamma samples in one answer, one call at a time,
@@ -41,11 +40,10 @@
 #   SMALL_VARIANTS  "NAME=FLAG,FLAG ..." sampler-server variants (with
 #                   --backend=cuda) beside the default in the small part
 #                   ("cuda_cpubelow16k=--cpu_below_items=16384
-#                   cuda_cpubelow4k=--cpu_below_items=4096 cpu=--backend=cpu
-#                   cuda_done4=--done_threads=4";
+#                   cuda_cpubelow4k=--cpu_below_items=4096 cpu=--backend=cpu";
 #                   a later flag overrides an earlier one)
 #   SMALL_ROUNDS (3)  SMALL_DURATION (4)  LARGE_ROUNDS (2)
-#   LARGE_DURATION (4)  CROSSOVER_DURATION (0.5s: 36 sizes a backend)
+#   LARGE_DURATION (4)  CROSSOVER_DURATION (1s)
 #   ISSUE13_PARTS  which parts ("small upload unary stream crossover")
 #   ISSUE13_BACKEND  the service's backend (cuda; cpu only to try the
 #                   script on a machine without a GPU: the report still
@@ -53,11 +51,10 @@
 #
 # About 400 s on a 16-core H100 host with the defaults (a small_rounds.sh
 # run of 4 s took 6.4 s in session 10's mid-session call, so the small part
-# with six servers and 3 rounds about 230 s; one of a 10M answer about
+# with five servers and 3 rounds about 190 s; one of a 10M answer about
 # 8.7 s and of the upload 5.5 s in session 8, so upload, unary and stream
-# about 110 s; the crossover about 90 s at 1 s a size, about 55 s at
-# 0.5 s). Each variant adds about 38 s, each round of the small part 13 s
-# a server.
+# about 110 s; the crossover about 90 s). Each variant adds about 38 s,
+# each round of the small part 13 s a server.
 set -uo pipefail
 bin=$1
 out=$2
@@ -101,7 +98,7 @@ timed() {  # part command...: runs it, logging to OUT/part.log
 
 if want small; then
   variants=()
-  for v in ${SMALL_VARIANTS-cuda_cpubelow16k=--cpu_below_items=16384 cuda_cpubelow4k=--cpu_below_items=4096 cpu=--backend=cpu cuda_done4=--done_threads=4}; do
+  for v in ${SMALL_VARIANTS-cuda_cpubelow16k=--cpu_below_items=16384 cuda_cpubelow4k=--cpu_below_items=4096 cpu=--backend=cpu}; do
     variants+=("${v%%=*}=$server:--backend=$backend,--metrics_listen=,${v#*=}")
   done
   ROUNDS=${SMALL_ROUNDS:-3} DURATION=${SMALL_DURATION:-4} H2LOAD_THREADS=4 \
@@ -118,7 +115,7 @@ want upload && large upload categorical_4096x1024_f32 "1x1 -c 1 -m 1;4x1 -c 4 -m
 want unary && large unary gamma_10m_f32 "1x1 -c 1 -m 1"
 want stream && large stream gamma_stream_10m_f32 "1x1 -c 1 -m 1"
 if want crossover; then
-  DURATION=${CROSSOVER_DURATION:-0.5s} \
+  DURATION=${CROSSOVER_DURATION:-1s} \
     timed crossover "$here/crossover.sh" "$bin" "$out/crossover"
   python3 "$here/crossover_report.py" "$out/crossover" \
     --md "$out/crossover/report.md" --json "$out/crossover/report.json" \

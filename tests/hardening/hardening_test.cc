@@ -169,7 +169,6 @@ TEST(StartupChecks, EveryValueThatCannotWorkExits1NamingFlagAndValue) {
       {"--gpu_inline_below_items=-1", "--gpu_inline_below_items=-1"},
       {"--gpu_inline=sometimes", "--gpu_inline=\"sometimes\""},
       {"--gpu_eager_batches=0", "--gpu_eager_batches=0"},
-      {"--done_threads=-1", "--done_threads=-1"},
       {"--gpus=0,x", "--gpus=\"x\""},
       {"--gpus=1,1", "--gpus=1"},
       {"--gpu_pool_limit_bytes=-1", "--gpu_pool_limit_bytes=-1"},

@@ -12,7 +12,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -31,7 +30,6 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/backend.h"
-#include "server/cpu_pool.h"
 #include "server/jobs.h"
 #include "server/metrics.h"
 
@@ -1072,13 +1070,12 @@ TEST_F(BatcherTest, PerJobFailuresReachOnlyTheirJob) {
 // Many threads, random sizes, some jobs cancelled or expiring, a slow
 // backend and a small budget: every accepted job's done runs exactly once,
 // every refused job's never, and nothing is left queued or counted.
-// Also with a pool sharing the done calls (BatcherOptions::done_pool).
-void EveryAcceptedJobIsDoneExactlyOnce(BatcherOptions options,
-                                       Metrics* metrics) {
+TEST_F(BatcherTest, EveryAcceptedJobIsDoneExactlyOnceUnderConcurrency) {
   QueueBudget budget(20000);
   FakeBackend backend(/*capacity=*/2);
   backend.SetAuto(true, absl::OkStatus(), absl::Microseconds(200));
-  BoundedBatcher<> batcher(options, &budget, &backend, metrics);
+  BoundedBatcher<> batcher(Options(500, absl::Microseconds(300)), &budget,
+                           &backend, &metrics_);
   constexpr int kThreads = 4;
   constexpr int kJobsPerThread = 400;
   std::vector<std::shared_ptr<Outcome>> outcomes(kThreads * kJobsPerThread);
@@ -1125,62 +1122,6 @@ void EveryAcceptedJobIsDoneExactlyOnce(BatcherOptions options,
     }
   }
   EXPECT_LE(backend.max_in_flight(), 2);
-}
-
-TEST_F(BatcherTest, EveryAcceptedJobIsDoneExactlyOnceUnderConcurrency) {
-  EveryAcceptedJobIsDoneExactlyOnce(Options(500, absl::Microseconds(300)),
-                                    &metrics_);
-  absl::StatusOr<std::unique_ptr<CpuPool>> pool = CpuPool::Create(3);
-  ASSERT_TRUE(pool.ok());
-  BatcherOptions shared = Options(500, absl::Microseconds(300));
-  shared.done_pool = pool->get();
-  shared.done_calls_a_task = 1;
-  EveryAcceptedJobIsDoneExactlyOnce(shared, &metrics_);
-}
-
-// --done_threads: a completing batch's done calls run at once on the
-// completing thread (its first done_calls_a_task) and the pool's threads,
-// not one after the other; Drain waits for all of them.
-TEST_F(BatcherTest, APoolSharesACompletingBatchsDoneCalls) {
-  absl::StatusOr<std::unique_ptr<CpuPool>> pool = CpuPool::Create(2);
-  ASSERT_TRUE(pool.ok());
-  FakeBackend backend(/*capacity=*/1);
-  BatcherOptions options = Options(3, kForever);
-  options.done_pool = pool->get();
-  options.done_calls_a_task = 1;
-  BoundedBatcher<> batcher(options, &budget_, &backend, &metrics_);
-  std::mutex mu;
-  std::condition_variable cv;
-  int entered = 0;
-  bool all_together = true;
-  std::vector<std::thread::id> threads;
-  for (uint64_t id = 1; id <= 3; ++id) {
-    auto job = std::make_shared<GammaJob>();
-    job->seed = id;
-    job->items = 1;
-    // Each done waits for the other two to have begun: done calls run one
-    // after the other would never see three.
-    job->done = [&](absl::Status) {
-      std::unique_lock<std::mutex> lock(mu);
-      ++entered;
-      threads.push_back(std::this_thread::get_id());
-      cv.notify_all();
-      all_together &= cv.wait_for(lock, absl::ToChronoNanoseconds(kPatience),
-                                  [&] { return entered == 3; });
-    };
-    ASSERT_TRUE(batcher->Enqueue(job).ok());
-  }
-  ASSERT_TRUE(backend.WaitForBatches(1));  // full at 3 items
-  ASSERT_TRUE(backend.CompleteOldest());
-  ASSERT_TRUE(batcher.DrainWithin(kPatience));
-  std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(entered, 3);
-  EXPECT_TRUE(all_together);
-  ASSERT_EQ(threads.size(), 3u);
-  // The completing thread (this one) took the first job's done.
-  EXPECT_EQ(
-      std::count(threads.begin(), threads.end(), std::this_thread::get_id()),
-      1);
 }
 
 // The series of `text` that starts with `series` exactly, or -1.
