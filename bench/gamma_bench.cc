@@ -1,8 +1,14 @@
-// Benchmark of the CUDA gamma kernel (kernels/gamma.cu): throughput of
-// scalar shapes 0.3, 1, 2.5, 10 (one group) and per-element shapes
-// U(0.1, 10), float32 and float64, with and without warp-aware pre-caching;
-// and the warp efficiency of the rejection loop, measured by the kernel's
-// instrumented variant against the model of gamma-rejection-on-gpus.txt.
+// Benchmark of the CUDA gamma kernel the service runs (contract version 3,
+// kernels/gamma3.cu, rows "gamma"; "gamma_inline" is its variant without
+// deferred logarithmic tests), beside contract version 2's kernel
+// (kernels/gamma.cu, rows "gamma_v2", with and without warp-aware
+// pre-caching; a bench-only path, GammaLaunchOptions::bench_v2_kernel):
+// throughput of scalar shapes 0.3, 1, 2.5, 10 (one group) and per-element
+// shapes U(0.1, 10), float32 and float64; and the warp efficiency of the
+// rejection loop, measured by the instrumented variants against the model
+// of gamma-rejection-on-gpus.txt (the model describes gamma_v2's loop; the
+// version-3 kernel counts two attempt slots per lane and iteration, one per
+// item of its pair, and "calls" are pairs).
 //
 // Timings are medians of CUDA-event times of whole launches on outputs far
 // larger than the L2 cache. The benchmark reports; it asserts nothing.
@@ -251,7 +257,7 @@ struct Config {
 };
 
 struct Row {
-  std::string precision, config;
+  std::string precision, config, kernel;
   bool pre_cache;
   bool service;  // the variant the service launches (PreCachePays)
   double ms, gsps;
@@ -319,9 +325,21 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
   double p_model = 0;
   if (cfg.shape > 0) p_model = AcceptProbability(cfg.shape);
 
-  for (bool pre_cache : {true, false}) {
+  // "gamma": the service's kernel (deferred logarithmic tests);
+  // "gamma_inline": the same with each logarithmic test run at once.
+  struct Kernel {
+    const char* name;
+    bool v2, pre_cache, defer;
+  };
+  for (const Kernel& kernel : {Kernel{"gamma", false, true, true},
+                               Kernel{"gamma_inline", false, true, false},
+                               Kernel{"gamma_v2", true, true, false},
+                               Kernel{"gamma_v2", true, false, false}}) {
+    const bool pre_cache = kernel.pre_cache;
     GammaLaunchOptions options;
     options.pre_cache = pre_cache;
+    options.bench_v2_kernel = kernel.v2;
+    options.defer_log_tests = kernel.defer;
     for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
     std::vector<double> times;
     for (int i = 0; i < reps; ++i) {
@@ -367,6 +385,7 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
 
     row.precision = precision;
     row.config = cfg.name;
+    row.kernel = kernel.name;
     row.pre_cache = pre_cache;
     row.service = pre_cache == builder.PreCachePays();
     row.ms = Median(times);
@@ -387,11 +406,12 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
     rows->push_back(row);
     const GammaCounters& c = row.counters;
     std::printf(
-        "%-8s %-14s pre=%d%s %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
+        "%-8s %-14s %-12s pre=%d%s %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
         "%.4f)  iters/call %.3f (model %.3f)  efficiency %.3f (model %.3f)  "
         "log-test warps %.3f  exact-log warps %.4f lanes %.2e\n",
-        precision, cfg.name.c_str(), pre_cache ? 1 : 0, row.service ? "*" : " ",
-        row.ms, row.gsps, static_cast<double>(c.lane_items) / c.lane_attempts,
+        precision, cfg.name.c_str(), kernel.name, pre_cache ? 1 : 0,
+        row.service ? "*" : " ", row.ms, row.gsps,
+        static_cast<double>(c.lane_items) / c.lane_attempts,
         row.p_model, static_cast<double>(c.warp_iterations) / c.warp_calls,
         row.iters_model,
         static_cast<double>(c.lane_attempts) / (32.0 * c.warp_iterations),
@@ -437,15 +457,15 @@ void NcuLaunches(Stager& stager) {
     const GammaBatchBuilder<T> builder = MakeBuilder<T>(cfg, n);
     const DeviceBatch<T> dev = Upload(builder, stager);
     const GammaBatch<T>& batch = dev.view;
-    for (bool pre_cache : {true, false}) {
-      if (sizeof(T) == 8 && !pre_cache) continue;
+    // The service's kernel, then version 2's (pre-caching on).
+    for (bool v2 : {false, true}) {
       GammaLaunchOptions options;
-      options.pre_cache = pre_cache;
+      options.bench_v2_kernel = v2;
       BENCH_CHECK(LaunchGamma(batch, s, options));
       BENCH_CUDA(cudaStreamSynchronize(s));
-      std::printf("ncu launch: %s %s pre=%d\n",
+      std::printf("ncu launch: %s %s %s\n",
                   sizeof(T) == 4 ? "float32" : "float64", cfg.name.c_str(),
-                  pre_cache ? 1 : 0);
+                  v2 ? "gamma_v2" : "gamma");
     }
   }
 }
@@ -528,19 +548,20 @@ int Main(int argc, char** argv) {
       const GammaCounters& c = r.counters;
       std::fprintf(
           f,
-          "  {\"precision\": \"%s\", \"config\": \"%s\", \"pre_cache\": %s, "
-          "\"service\": %s, \"ms\": %.5f, \"gsps\": %.4f, \"warp_calls\": "
-          "%llu, "
+          "  {\"precision\": \"%s\", \"config\": \"%s\", \"kernel\": "
+          "\"%s\", \"pre_cache\": %s, \"service\": %s, \"ms\": %.5f, "
+          "\"gsps\": %.4f, \"warp_calls\": %llu, "
           "\"warp_iterations\": %llu, \"lane_attempts\": %llu, "
           "\"lane_items\": %llu, \"warp_full_tests\": %llu, "
           "\"lane_full_tests\": %llu, \"warp_exact_tests\": %llu, "
           "\"lane_exact_tests\": %llu, \"p_model\": %.6f, "
           "\"iters_model\": %.5f, \"eff_model\": %.5f}%s\n",
-          r.precision.c_str(), r.config.c_str(), r.pre_cache ? "true" : "false",
-          r.service ? "true" : "false", r.ms, r.gsps, c.warp_calls,
-          c.warp_iterations, c.lane_attempts, c.lane_items, c.warp_full_tests,
-          c.lane_full_tests, c.warp_exact_tests, c.lane_exact_tests, r.p_model,
-          r.iters_model, r.eff_model, i + 1 < rows.size() ? "," : "");
+          r.precision.c_str(), r.config.c_str(), r.kernel.c_str(),
+          r.pre_cache ? "true" : "false", r.service ? "true" : "false", r.ms,
+          r.gsps, c.warp_calls, c.warp_iterations, c.lane_attempts,
+          c.lane_items, c.warp_full_tests, c.lane_full_tests,
+          c.warp_exact_tests, c.lane_exact_tests, r.p_model, r.iters_model,
+          r.eff_model, i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, " ]\n}\n");
     std::fclose(f);

@@ -102,6 +102,10 @@ struct GammaBatch {
 struct GammaCounters {
   unsigned long long warp_calls;        // rows of 32 outputs a warp finished
   unsigned long long warp_iterations;   // rejection-loop iterations of warps
+                                        // (contract-3 kernel: two attempt
+                                        // slots per iteration, one per item
+                                        // of a lane's pair; warp_calls
+                                        // counts pairs there)
   unsigned long long lane_attempts;     // attempts computed by lanes
   unsigned long long lane_items;        // outputs written
   unsigned long long warp_full_tests;   // warp iterations past the squeeze
@@ -121,6 +125,15 @@ struct GammaLaunchOptions {
   GammaCounters* counters = nullptr;
   // 0: as many blocks as fill the device (or fewer for small batches).
   int max_blocks = 0;
+  // Bench only (gamma_bench's "gamma_v2" rows): LaunchGamma runs contract
+  // version 2's kernel (Box-Muller, tag GAM2), whose bits no backend serves
+  // any more, for a same-run comparison. LaunchDirichlet ignores it.
+  bool bench_v2_kernel = false;
+  // Gamma (contract version 3's kernel): attempts that the squeeze leaves
+  // undecided wait, and a warp runs the logarithmic tests of its lanes
+  // together (gamma3.cu). Off: each runs at once. The bits are the same
+  // either way; off only for measurements and tests.
+  bool defer_log_tests = true;
 };
 
 // Enqueues the batch on `stream`: zeroes segment_status, then one kernel.

@@ -1,0 +1,278 @@
+// The arithmetic of the gamma sampler, contract version 3 (docs/randomness.md
+// "Gamma"), shared by the CPU driver (gamma_cpu.cc) and the CUDA kernel
+// (gamma3.cu): Marsaglia-Tsang rejection whose normal variate comes from a
+// 128-layer ziggurat instead of Box-Muller, with two attempts per Philox
+// block in float32 (items 2j and 2j + 1 share block (k, j): words 0-1 feed
+// item 2j's attempt k, words 2-3 item 2j + 1's) and one in float64.
+//
+// The acceptance test itself is version 2's (gamma_core.h: GammaSqueezeTest
+// and GammaLogTest, exact at every shape); only where z and ua come from
+// changed. A ziggurat pass that fails (the wedge test) rejects the whole
+// attempt: an attempt is then "one ziggurat pass, then the gamma test", the
+// attempts are independent and identically distributed, and a ziggurat pass
+// that succeeds gives an exactly normal z, so the first accepted attempt has
+// exactly the Marsaglia-Tsang law. The tail (beyond r = 3.44) is the one
+// place with an inner loop (Marsaglia's exponential method): its failures
+// must not reject the attempt, or the tail would lose mass.
+//
+// Like gamma_core.h: IEEE operations and fma only, no allocation, compiled
+// for host and device.
+#ifndef SAMPLER_KERNELS_GAMMA3_CORE_H_
+#define SAMPLER_KERNELS_GAMMA3_CORE_H_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "sampler/kernels/common.h"
+#include "sampler/kernels/detmath.h"
+#include "sampler/kernels/gamma_core.h"
+#include "sampler/kernels/philox.h"
+#include "sampler/kernels/ziggurat_tables.h"
+
+namespace sampler::kernels {
+
+// The ziggurat of exp(-x^2/2) (tools/gen_ziggurat_tables.py says how it is
+// built): layer i in 0..127 has width x[i]; x[i + 1] is the width below
+// which layer i lies under the curve; f[i] = exp(-x[i]^2 / 2) and df[i] =
+// f[i + 1] - f[i] (the layer's height, for the wedge test). x[1] = r.
+// One float64 table serves both precisions: the ziggurat is exact only when
+// its layers have equal areas, and float32-rounded widths would leave them
+// equal to 7e-6 only; the float64 ones agree to 1e-14. So the float32
+// sampler, too, does the ziggurat's geometry in float64 and rounds the
+// normal once to float at the end (ZigguratValue).
+// A parameter of the functions below (not a global) so that the device can
+// read a shared-memory copy and tests can perturb one.
+struct ZigguratTable {
+  double x[129];
+  double f[129];
+  double df[128];
+  double inv_r;  // 1 / r
+};
+
+inline constexpr ZigguratTable kZiggurat = {{SAMPLER_ZIGGURAT_X_DOUBLE},
+                                            {SAMPLER_ZIGGURAT_F_DOUBLE},
+                                            {SAMPLER_ZIGGURAT_DF_DOUBLE},
+                                            SAMPLER_ZIGGURAT_INV_R_DOUBLE};
+
+// The host's table (both precisions).
+constexpr const ZigguratTable& HostZiggurat() { return kZiggurat; }
+
+// Tail iterations are capped so that their draws (k + (m << 16), m < 2^15)
+// never meet the boost's (0xffffffff); reaching the cap (probability below
+// 0.1^32767) rejects the attempt.
+inline constexpr uint32_t kGamma3TailMax = (1u << 15) - 1;
+inline constexpr uint32_t kGamma3BoostDraw = 0xffffffffu;
+
+// The Philox block of attempt `attempt` of `item` (tag GAM3): float32 items
+// 2j and 2j + 1 share block (attempt, j); float64 items own block
+// (attempt, item).
+template <typename T>
+SAMPLER_HD uint64_t Gamma3BlockIndex(uint64_t item) {
+  return std::is_same_v<T, float> ? item >> 1 : item;
+}
+
+// The words of one attempt: the ziggurat's and the acceptance uniform's.
+// float32 uses the low words only.
+struct Gamma3Words {
+  uint32_t zig_lo, zig_hi, ua_lo, ua_hi;
+};
+
+template <typename T>
+SAMPLER_HD Gamma3Words Gamma3AttemptWords(const PhiloxBlock& b, uint64_t item) {
+  if constexpr (std::is_same_v<T, float>) {
+    const int h = static_cast<int>(item & 1) * 2;
+    // Constant indices on both sides of the select: no dynamic indexing of
+    // the block (it would go to local memory on the device).
+    return h == 0 ? Gamma3Words{b.v[0], 0, b.v[1], 0}
+                  : Gamma3Words{b.v[2], 0, b.v[3], 0};
+  } else {
+    return Gamma3Words{b.v[0], b.v[1], b.v[2], b.v[3]};
+  }
+}
+
+// The uniform of precision T from one word (float32: `lo`) or a word pair
+// (float64), [0, 1) or, `open`, (0, 1] (philox.h's exact conversions).
+template <typename T>
+SAMPLER_HD T Gamma3Uniform(uint32_t lo, uint32_t hi, bool open) {
+  if constexpr (std::is_same_v<T, float>) {
+    return open ? UniformOpenFloat(lo) : UniformFloat(lo);
+  } else {
+    return open ? UniformOpenDouble(lo, hi) : UniformDouble(lo, hi);
+  }
+}
+
+// Uniform `which` (0: A, 1: B) of an auxiliary block (tag GAX3): float32
+// words 0 and 1, float64 words (0, 1) and (2, 3).
+template <typename T>
+SAMPLER_HD T AuxUniform(const PhiloxBlock& b, int which, bool open) {
+  if constexpr (std::is_same_v<T, float>) {
+    return Gamma3Uniform<T>(which == 0 ? b.v[0] : b.v[1], 0, open);
+  } else {
+    return which == 0 ? Gamma3Uniform<T>(b.v[0], b.v[1], open)
+                      : Gamma3Uniform<T>(b.v[2], b.v[3], open);
+  }
+}
+
+// How a ziggurat pass went (tests count the paths).
+enum class ZigguratPath { kFast, kWedgeAccept, kWedgeReject, kTail };
+
+// The ziggurat's uniform in [0, 1), as a double: float32 (w >> 8) 2^-24
+// from the item's one word (exact in double), float64 UniformDouble(lo, hi).
+template <typename T>
+SAMPLER_HD double ZigguratUniform(const Gamma3Words& w) {
+  return static_cast<double>(Gamma3Uniform<T>(w.zig_lo, w.zig_hi, false));
+}
+
+// The fast path of a ziggurat pass, in float64 for both precisions: from
+// the ziggurat word (float32 w: layer w & 127, sign bit 7, u = (w >> 8)
+// 2^-24; float64 (lo, hi): layer lo & 127, sign bit 7 of lo, u =
+// UniformDouble(lo, hi)) the candidate magnitude x = u x[layer] (one double
+// multiply); `fast` when x < x[layer + 1] (under the curve).
+struct ZigguratCandidate {
+  int layer;
+  bool negative;
+  bool fast;
+  double x;
+};
+
+template <typename T>
+SAMPLER_HD ZigguratCandidate ZigguratFast(const ZigguratTable& tab,
+                                          const Gamma3Words& w) {
+  ZigguratCandidate c;
+  c.layer = static_cast<int>(w.zig_lo & 127u);
+  c.negative = (w.zig_lo & 128u) != 0;
+  c.x = ZigguratUniform<T>(w) * tab.x[c.layer];
+  c.fast = c.x < tab.x[c.layer + 1];
+  return c;
+}
+
+// The tail (layer 0, x >= r), in float64 for both precisions: Marsaglia's
+// a = -log(U1) / r, b = -log(U2), accept if 2b > a^2, then the magnitude is
+// r + a; iteration m uses auxiliary block attempt + (m << 16), U1 from its
+// words (0, 1) and U2 from (2, 3) (53 bits each, float32 too). False only at
+// the iteration cap.
+SAMPLER_HD bool ZigguratTail(const ZigguratTable& tab, uint64_t seed,
+                             KindTag aux_tag, uint64_t item, uint32_t attempt,
+                             double* mag) {
+  for (uint32_t m = 1; m <= kGamma3TailMax; ++m) {
+    const PhiloxBlock b =
+        gamma_internal::AttemptBlock(seed, aux_tag, item, attempt + (m << 16));
+    const double a =
+        -(detmath::Log(AuxUniform<double>(b, 0, true)) * tab.inv_r);
+    const double e = -detmath::Log(AuxUniform<double>(b, 1, true));
+    if (e + e > a * a) {
+      *mag = tab.x[1] + a;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The wedge test of layer i >= 1 for a candidate x >= x[i + 1], in float64
+// for both precisions: a uniform height in the layer, y = f[i] + U (f[i + 1]
+// - f[i]) (one fma; U from words (0, 1) of auxiliary block `attempt`, 53
+// bits), under the curve at x. False rejects the attempt.
+SAMPLER_HD bool ZigguratWedge(const ZigguratTable& tab, int layer, double x,
+                              uint64_t seed, KindTag aux_tag, uint64_t item,
+                              uint32_t attempt) {
+  const PhiloxBlock b =
+      gamma_internal::AttemptBlock(seed, aux_tag, item, attempt);
+  const double y = detmath::Fma(AuxUniform<double>(b, 0, false), tab.df[layer],
+                                tab.f[layer]);
+  return y < detmath::Exp(-0.5 * (x * x));
+}
+
+// The normal value of a pass: the signed float64 magnitude, rounded once to
+// T.
+template <typename T>
+SAMPLER_HD T ZigguratValue(bool negative, double mag) {
+  return static_cast<T>(negative ? -mag : mag);
+}
+
+// One ziggurat pass for attempt `attempt` of `item`: true and *z (exactly
+// N(0, 1) given success, then rounded to T), or false (the attempt is
+// rejected).
+template <typename T>
+SAMPLER_HD bool ZigguratNormal(const ZigguratTable& tab, const Gamma3Words& w,
+                               uint64_t seed, KindTag aux_tag, uint64_t item,
+                               uint32_t attempt, T* z,
+                               ZigguratPath* path = nullptr) {
+  const ZigguratCandidate c = ZigguratFast<T>(tab, w);
+  double mag = c.x;
+  ZigguratPath taken = ZigguratPath::kFast;
+  bool ok = true;
+  if (!c.fast && c.layer == 0) {
+    taken = ZigguratPath::kTail;
+    ok = ZigguratTail(tab, seed, aux_tag, item, attempt, &mag);
+  } else if (!c.fast) {
+    ok = ZigguratWedge(tab, c.layer, c.x, seed, aux_tag, item, attempt);
+    taken = ok ? ZigguratPath::kWedgeAccept : ZigguratPath::kWedgeReject;
+  }
+  if (path != nullptr) *path = taken;
+  if (ok) *z = ZigguratValue<T>(c.negative, mag);
+  return ok;
+}
+
+// The acceptance uniform of an attempt, (0, 1].
+template <typename T>
+SAMPLER_HD T Gamma3Ua(const Gamma3Words& w) {
+  return Gamma3Uniform<T>(w.ua_lo, w.ua_hi, true);
+}
+
+// The boost uniform of an item (shape < 1 only), (0, 1]: the first uniform
+// of its auxiliary block kGamma3BoostDraw, whichever attempt was accepted.
+template <typename T>
+SAMPLER_HD T Gamma3Boost(uint64_t seed, KindTag aux_tag, uint64_t item) {
+  const PhiloxBlock b =
+      gamma_internal::AttemptBlock(seed, aux_tag, item, kGamma3BoostDraw);
+  return AuxUniform<T>(b, 0, true);
+}
+
+// One attempt from its words: the ziggurat pass, then version 2's test.
+// On acceptance returns true and sets *dv.
+template <typename T>
+SAMPLER_HD bool Gamma3TryAttempt(const ZigguratTable& tab,
+                                 const GammaShape<T>& g, const Gamma3Words& w,
+                                 uint64_t seed, KindTag aux_tag, uint64_t item,
+                                 uint32_t attempt, T* dv) {
+  T z;
+  if (!ZigguratNormal(tab, w, seed, aux_tag, item, attempt, &z)) return false;
+  return GammaTryZ(g, z, Gamma3Ua<T>(w), dv);
+}
+
+// Runs the attempts of one item until the first acceptance (the CPU's
+// loop; the kernel shares blocks between the two items of a pair).
+// `tags` are the main and auxiliary kind tags.
+template <typename T>
+SAMPLER_HD GammaDraw<T> Gamma3DrawItem(
+    const ZigguratTable& tab, KindTag tag, KindTag aux_tag, uint64_t seed,
+    uint64_t item, const GammaShape<T>& g,
+    uint32_t max_attempts = kGammaMaxAttempts) {
+  const uint64_t block = Gamma3BlockIndex<T>(item);
+  for (uint32_t a = 0; a < max_attempts; ++a) {
+    const Gamma3Words w = Gamma3AttemptWords<T>(
+        gamma_internal::AttemptBlock(seed, tag, block, a), item);
+    T dv;
+    if (Gamma3TryAttempt(tab, g, w, seed, aux_tag, item, a, &dv)) {
+      return GammaDraw<T>{dv,
+                          g.boost ? Gamma3Boost<T>(seed, aux_tag, item) : T(1)};
+    }
+  }
+  return GammaDraw<T>{gamma_internal::QuietNaN<T>(), T(1)};
+}
+
+// Everything for one gamma item (tags GAM3 and GAX3); NaN only if the
+// attempt cap was hit.
+template <typename T>
+SAMPLER_HD T Gamma3SampleItem(const ZigguratTable& tab, uint64_t seed,
+                              uint64_t item, const GammaShape<T>& g, T scale,
+                              T log_scale, bool log_output) {
+  return GammaOutput(
+      g,
+      Gamma3DrawItem(tab, KindTag::kGamma3, KindTag::kGamma3Aux, seed, item, g),
+      scale, log_scale, log_output);
+}
+
+}  // namespace sampler::kernels
+
+#endif  // SAMPLER_KERNELS_GAMMA3_CORE_H_
