@@ -1,14 +1,16 @@
 // Benchmark of the CUDA gamma kernel the service runs (contract version 3,
-// kernels/gamma3.cu, rows "gamma"; "gamma_inline" is its variant without
-// deferred logarithmic tests), beside contract version 2's kernel
-// (kernels/gamma.cu, rows "gamma_v2", with and without warp-aware
-// pre-caching; a bench-only path, GammaLaunchOptions::bench_v2_kernel):
-// throughput of scalar shapes 0.3, 1, 2.5, 10 (one group) and per-element
-// shapes U(0.1, 10), float32 and float64; and the warp efficiency of the
-// rejection loop, measured by the instrumented variants against the model
-// of gamma-rejection-on-gpus.txt (the model describes gamma_v2's loop; the
-// version-3 kernel counts two attempt slots per lane and iteration, one per
-// item of its pair, and "calls" are pairs).
+// kernels/gamma3.cu, rows "gamma": its ziggurat table read through the
+// read-only cache; "gamma_shared": the same kernel with the table in shared
+// memory, same bits; "gamma_moreregs": with more registers and fewer
+// resident warps, same bits), beside contract version 2's kernel
+// (kernels/gamma.cu, rows "gamma_v2", with and without warp-aware pre-caching;
+// a bench-only path, GammaLaunchOptions::bench_v2_kernel): throughput of scalar
+// shapes 0.3, 1, 2.5, 10 (one group) and per-element shapes U(0.1, 10), float32
+// and float64; and the warp efficiency of the rejection loop, measured by
+// the instrumented variants against the model of gamma-rejection-on-gpus.txt
+// (the model describes gamma_v2's loop; the version-3 kernel counts two
+// attempt slots per lane and iteration, one per item of its pair, and
+// "calls" are pairs).
 //
 // Timings are medians of CUDA-event times of whole launches on outputs far
 // larger than the L2 cache. The benchmark reports; it asserts nothing.
@@ -259,7 +261,7 @@ struct Config {
 struct Row {
   std::string precision, config, kernel;
   bool pre_cache;
-  bool service;  // the variant the service launches (PreCachePays)
+  bool service;  // the variant the service launches
   double ms, gsps;
   GammaCounters counters;
   double p_model, iters_model, eff_model;
@@ -325,21 +327,26 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
   double p_model = 0;
   if (cfg.shape > 0) p_model = AcceptProbability(cfg.shape);
 
-  // "gamma": the service's kernel (deferred logarithmic tests);
-  // "gamma_inline": the same with each logarithmic test run at once.
+  // "gamma": the service's kernel (table through the read-only cache);
+  // "gamma_shared": the same with its table in shared memory; "gamma_moreregs":
+  // the same with more registers and fewer warps (float32 80 / 24, float64
+  // 128 / 16); "gamma_v2": version 2's, with and without pre-caching.
   struct Kernel {
     const char* name;
-    bool v2, pre_cache, defer;
+    bool v2, pre_cache, shared_table, more_registers;
   };
-  for (const Kernel& kernel : {Kernel{"gamma", false, true, true},
-                               Kernel{"gamma_inline", false, true, false},
-                               Kernel{"gamma_v2", true, true, false},
-                               Kernel{"gamma_v2", true, false, false}}) {
+  for (const Kernel& kernel :
+       {Kernel{"gamma", false, true, false, false},
+        Kernel{"gamma_shared", false, true, true, false},
+        Kernel{"gamma_moreregs", false, true, false, true},
+        Kernel{"gamma_v2", true, true, false, false},
+        Kernel{"gamma_v2", true, false, false, false}}) {
     const bool pre_cache = kernel.pre_cache;
     GammaLaunchOptions options;
     options.pre_cache = pre_cache;
     options.bench_v2_kernel = kernel.v2;
-    options.defer_log_tests = kernel.defer;
+    options.zig_table_shared = kernel.shared_table;
+    options.bench_more_registers = kernel.more_registers;
     for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
     std::vector<double> times;
     for (int i = 0; i < reps; ++i) {
@@ -387,7 +394,9 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
     row.config = cfg.name;
     row.kernel = kernel.name;
     row.pre_cache = pre_cache;
-    row.service = pre_cache == builder.PreCachePays();
+    // The service launches version 3's kernel with its table in global
+    // memory (pre_cache does not apply to it).
+    row.service = !kernel.v2 && !kernel.shared_table && !kernel.more_registers;
     row.ms = Median(times);
     row.gsps = n / (row.ms * 1e-3) / 1e9;
     if (cfg.shape > 0) {
@@ -408,17 +417,18 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
     std::printf(
         "%-8s %-14s %-12s pre=%d%s %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
         "%.4f)  iters/call %.3f (model %.3f)  efficiency %.3f (model %.3f)  "
-        "log-test warps %.3f  exact-log warps %.4f lanes %.2e\n",
+        "log-test warps %.3f  exact-log warps %.4f lanes %.2e  blocks/sample "
+        "%.3f\n",
         precision, cfg.name.c_str(), kernel.name, pre_cache ? 1 : 0,
         row.service ? "*" : " ", row.ms, row.gsps,
-        static_cast<double>(c.lane_items) / c.lane_attempts,
-        row.p_model, static_cast<double>(c.warp_iterations) / c.warp_calls,
-        row.iters_model,
+        static_cast<double>(c.lane_items) / c.lane_attempts, row.p_model,
+        static_cast<double>(c.warp_iterations) / c.warp_calls, row.iters_model,
         static_cast<double>(c.lane_attempts) / (32.0 * c.warp_iterations),
         row.eff_model,
         static_cast<double>(c.warp_full_tests) / c.warp_iterations,
         static_cast<double>(c.warp_exact_tests) / c.warp_iterations,
-        static_cast<double>(c.lane_exact_tests) / c.lane_attempts);
+        static_cast<double>(c.lane_exact_tests) / c.lane_attempts,
+        static_cast<double>(c.lane_blocks) / c.lane_items);
     std::fflush(stdout);
   }
 }
@@ -546,22 +556,23 @@ int Main(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       const GammaCounters& c = r.counters;
-      std::fprintf(
-          f,
-          "  {\"precision\": \"%s\", \"config\": \"%s\", \"kernel\": "
-          "\"%s\", \"pre_cache\": %s, \"service\": %s, \"ms\": %.5f, "
-          "\"gsps\": %.4f, \"warp_calls\": %llu, "
-          "\"warp_iterations\": %llu, \"lane_attempts\": %llu, "
-          "\"lane_items\": %llu, \"warp_full_tests\": %llu, "
-          "\"lane_full_tests\": %llu, \"warp_exact_tests\": %llu, "
-          "\"lane_exact_tests\": %llu, \"p_model\": %.6f, "
-          "\"iters_model\": %.5f, \"eff_model\": %.5f}%s\n",
-          r.precision.c_str(), r.config.c_str(), r.kernel.c_str(),
-          r.pre_cache ? "true" : "false", r.service ? "true" : "false", r.ms,
-          r.gsps, c.warp_calls, c.warp_iterations, c.lane_attempts,
-          c.lane_items, c.warp_full_tests, c.lane_full_tests,
-          c.warp_exact_tests, c.lane_exact_tests, r.p_model, r.iters_model,
-          r.eff_model, i + 1 < rows.size() ? "," : "");
+      std::fprintf(f,
+                   "  {\"precision\": \"%s\", \"config\": \"%s\", \"kernel\": "
+                   "\"%s\", \"pre_cache\": %s, \"service\": %s, \"ms\": %.5f, "
+                   "\"gsps\": %.4f, \"warp_calls\": %llu, "
+                   "\"warp_iterations\": %llu, \"lane_attempts\": %llu, "
+                   "\"lane_items\": %llu, \"warp_full_tests\": %llu, "
+                   "\"lane_full_tests\": %llu, \"warp_exact_tests\": %llu, "
+                   "\"lane_exact_tests\": %llu, \"lane_blocks\": %llu, "
+                   "\"p_model\": %.6f, "
+                   "\"iters_model\": %.5f, \"eff_model\": %.5f}%s\n",
+                   r.precision.c_str(), r.config.c_str(), r.kernel.c_str(),
+                   r.pre_cache ? "true" : "false", r.service ? "true" : "false",
+                   r.ms, r.gsps, c.warp_calls, c.warp_iterations,
+                   c.lane_attempts, c.lane_items, c.warp_full_tests,
+                   c.lane_full_tests, c.warp_exact_tests, c.lane_exact_tests,
+                   c.lane_blocks, r.p_model, r.iters_model, r.eff_model,
+                   i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, " ]\n}\n");
     std::fclose(f);

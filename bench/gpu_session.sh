@@ -6,9 +6,9 @@
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
 # service floor multi wire pb small smallprof plan crossover upload unary
-# categorical enumerate.
+# categorical enumerate gamma.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical enumerate}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical enumerate gamma}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -293,6 +293,29 @@ if want enumerate; then
       summary "enumerate $label ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread|Waves Per SM' \
         "$work/enumerate_${label}_ncu.log" | sed -E 's/ +/ /g' | head -10 | tr '\n' ';')"
     done
+  fi
+fi
+
+# The gamma kernels (issue 11): gamma_bench at 2^27 outputs, contract
+# version 3's kernel (rows "gamma": the service's, table through the
+# read-only cache; "gamma_shared": its table in shared memory) beside
+# version 2's ("gamma_v2", pre-caching on and off), shapes 0.3, 1, 2.5, 10
+# and U(0.1, 10) per element in float32 and float64, each with its
+# instrumented counters; about a minute. Then, where ncu is installed, one
+# profiled launch of each kernel at 2^22 outputs (gamma_bench --ncu).
+if want gamma; then
+  timeout 300 ./gamma_bench --json="$work/gamma_bench.json" \
+    > "$work/gamma_bench.log" 2>&1
+  summary "gamma bench: rc=$? $(grep -E 'Gsamples/s' "$work/gamma_bench.log" \
+    | sed -E 's/ +/ /g; s/ ms / /; s/\|.*//' | tr '\n' ';')"
+  if command -v ncu > /dev/null; then
+    timeout 240 ncu --clock-control none --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section InstructionStats \
+      --section ComputeWorkloadAnalysis --section WarpStateStats \
+      -k "regex:Gamma3Kernel|RejectionKernel" ./gamma_bench --ncu \
+      > "$work/gamma_ncu.log" 2>&1
+    summary "gamma ncu: rc=$? $(grep -E 'Gamma3Kernel|RejectionKernel|Registers Per Thread|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Executed Instructions  ' \
+      "$work/gamma_ncu.log" | sed -E 's/ +/ /g' | cut -c1-90 | tr '\n' ';')"
   fi
 fi
 

@@ -12,43 +12,45 @@
 // both attempts k; otherwise (float64, other segments, segment ends) each
 // open item takes its own block.
 //
-// Work per float32 sample (shape 1; per attempt p(accept) ~ 0.95 overall,
-// the ziggurat pass failing 1.2% of the time), against the version-2
-// kernel (gamma.cu):
-//   Philox4x32-10 blocks: ~0.55 per sample (a block per pair-attempt; a
-//     pair needs max(K1, K2) blocks, E ~ 1.1), plus one auxiliary block on
-//     the 2.8% of passes that leave the fast path and one per sample for
-//     shapes < 1 (the boost). Version 2: ~1.05 per sample (one per attempt).
-//   Transcendentals on the common path: none (ziggurat: two float64 table
-//     reads, a float64 multiply and compare, one rounding to float; then the
-//     squeeze in float). Version 2: a deterministic
-//     log, a cos2pi polynomial and a correctly rounded sqrt per attempt.
-//   Rare paths, per attempt: the wedge (2.7%: one Philox block and one
-//     deterministic float64 exp), the tail (0.06%: per iteration a block and
-//     two float64 logs), and the logarithmic test (the ~5-8% of attempts the
-//     squeeze leaves undecided: log1p(t) - t and a fast __logf with proven
-//     margin, the deterministic log only near the boundary), as in version 2.
-//   Warp-wide branches, per loop iteration (32 lanes, about two open items
-//     each): the ziggurat's slow path, P(some lane) = 1 - 0.972^64 ~ 0.8
-//     (its cost is mostly one Philox block); the logarithmic test
-//     (log1p(t) - t, ~15 operations, and __logf with a proven margin), with
-//     per-attempt rate q ~ 0.06-0.08: inline (GammaLaunchOptions::
-//     defer_log_tests = false, the loop of version 2's kind) the warp runs
-//     both whenever some lane needs them, 1 - (1 - q)^64 ~ 0.99 of
-//     iterations for the logarithm; deferred (the default, second kernel
-//     below) wedge and logarithm run once per resolution, when 4 lanes are
-//     stuck or 16 parked, i.e. every few iterations with about 4-16 lanes'
-//     tests in one pass (only the 0.06% tail stays inline).
-//   Registers (sm_90, ptxas, no spills, uninstrumented): float 78 inline /
-//     128 deferred (63 / 114 before float32's ziggurat moved to float64),
-//     double 96 / 164: the deferred loop holds up to three waiting attempts
-//     per lane. Resident warps per SM: float 24 inline / 16 deferred (was
-//     32 / 16), double 20 / 12.
-//     Which loop is faster is for gamma_bench
-//     ("gamma" vs "gamma_inline" rows) to say; the bits are the same.
-// The ziggurat table (float64 for both precisions: gamma3_core.h says why)
-// lives in shared memory (a block-wide copy of the __constant__ table: lanes
-// index them at random, which constant memory would serialise).
+// The loop body is laid out so that what is rare per lane but common per
+// warp runs once per warp iteration, not once per item of the pair:
+//   1. both items' ziggurat fast paths (float32: an integer compare of the
+//      uniform's 24 bits against the layer's threshold and one float
+//      multiply; the 1 KB table read through the read-only cache);
+//   2. the slow ziggurat passes (wedge, tail: float64, an auxiliary Philox
+//      block) of the lane's items, one after the other in ONE code path
+//      (a loop over the items that need it, their inputs selected);
+//   3. both items' squeezes;
+//   4. the logarithmic tests the squeeze left open, again one code path
+//      for both items (version 2's fast __logf test with a proven margin,
+//      the deterministic log only when it is undecided).
+// Written twice (once per item, as the first version-3 trial did), steps 2
+// and 4 would each run about twice per warp iteration: a warp of 32 lanes x
+// 2 items meets a wedge in 1 - 0.973^64 = 83% of its iterations and an open
+// squeeze in ~99%, so both copies ran almost always.
+//
+// Predicted work per float32 warp iteration (SASS-level instruction counts
+// per lane, from the version-2 profile in bench/results/gamma-kernel.md):
+//   Philox4x32-10 for the pair: ~64 (shared by two attempts)
+//   two fast passes (LOP, LDG.64, SHF, ISETP, I2F, FMUL, sign): ~2 x 10
+//   two squeezes (fma, near/far cubic, z^4, compare): ~2 x 14
+//   slow ziggurat pass, ~0.85 executions x ~130 (block + float64 exp): ~110
+//   logarithmic test, ~1.1 executions x ~40: ~45
+//   bookkeeping (pair done? item loads, writes; ~0.5 pair per iteration):
+//   ~30
+// about 300 per iteration for ~1.8 samples (two slots, ~90% busy): ~165
+// thread instructions per sample against version 2's 285 (shape 10) to 425
+// (shape 0.3), i.e. about 1.7x at shape 10 if the issue rate holds; shapes
+// below 1 add the boost (a block, two logs, a division, an exp: ~150 per
+// sample, about as in version 2). Float64 runs one block per item and
+// attempt (the pair shares nothing), its fast path one float64 multiply and
+// compare.
+//
+// Registers (ptxas -v, sm_90): float32 held to 64 (__launch_bounds__(128,
+// 8): 32 warps per SM) spills ~108 bytes (stores; 54 loads) somewhere in the
+// loop; the bench-only variant with 80 registers (24 warps) measures
+// whether occupancy or the spills matter more. float64: 96 registers, 30
+// bytes of spills, 20 warps.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -72,11 +74,64 @@ namespace {
 constexpr unsigned kAllLanes = 0xffffffffu;
 constexpr int kThreads = 128;
 
-// The one ziggurat table of both precisions (gamma3_core.h).
-__constant__ ZigguratTable kDeviceZiggurat = {{SAMPLER_ZIGGURAT_X_DOUBLE},
-                                              {SAMPLER_ZIGGURAT_F_DOUBLE},
-                                              {SAMPLER_ZIGGURAT_DF_DOUBLE},
-                                              SAMPLER_ZIGGURAT_INV_R_DOUBLE};
+// Blocks per SM the register bound is set for (128-thread blocks): the
+// service's float32 64 registers (8 blocks, 32 warps an SM), float64 102
+// (5 blocks, 20 warps: version 2's double kernel's occupancy); with
+// GammaLaunchOptions::bench_more_registers (the benchmark's comparison)
+// float32 80 (6 blocks, 24 warps: ptxas spills ~100 bytes at 64), float64
+// 128 (4 blocks, 16 warps).
+template <typename T>
+constexpr int MinBlocks(bool more_registers) {
+  if (std::is_same_v<T, float>) return more_registers ? 6 : 8;
+  return more_registers ? 4 : 5;
+}
+
+// The ziggurat table in global memory. The fast path reads it through the
+// read-only cache (__ldg): lanes index it at random, which constant memory
+// would serialise; the rare paths read it plainly.
+__device__ ZigguratTable kDeviceZiggurat = {{SAMPLER_ZIGGURAT_X_DOUBLE},
+                                            {SAMPLER_ZIGGURAT_F_DOUBLE},
+                                            {SAMPLER_ZIGGURAT_DF_DOUBLE},
+                                            SAMPLER_ZIGGURAT_INV_R_DOUBLE,
+                                            {SAMPLER_ZIGGURAT_F32_ENTRIES}};
+
+// What the fast path of precision T reads: float32 the 8-byte entries
+// (threshold, width), float64 the widths x[0..128]. In global memory or
+// (GammaLaunchOptions::zig_table_shared, for the benchmark) a block's
+// shared-memory copy.
+template <typename T>
+struct FastTable {
+  using Entry = std::conditional_t<std::is_same_v<T, float>, uint2, double>;
+  static constexpr int kEntries = std::is_same_v<T, float> ? 128 : 129;
+};
+
+template <typename T>
+__device__ __forceinline__ const typename FastTable<T>::Entry*
+GlobalFastTable() {
+  if constexpr (std::is_same_v<T, float>) {
+    static_assert(sizeof(ZigguratF32Entry) == sizeof(uint2), "8-byte entries");
+    return reinterpret_cast<const uint2*>(kDeviceZiggurat.f32);
+  } else {
+    return kDeviceZiggurat.x;
+  }
+}
+
+// The fast pass of one item from its words (gamma3_core.h's ZigguratFast,
+// reading `table`).
+template <typename T, bool kShared>
+__device__ __forceinline__ ZigguratCandidate<T> FastPass(
+    const typename FastTable<T>::Entry* table, const Gamma3Words& w) {
+  const int layer = static_cast<int>(w.zig_lo & 127u);
+  if constexpr (std::is_same_v<T, float>) {
+    const uint2 e = kShared ? table[layer] : __ldg(table + layer);
+    return ZigguratFastFrom<float>(ZigguratF32Entry{e.x, __uint_as_float(e.y)},
+                                   0.0, 0.0, w);
+  } else {
+    const double x = kShared ? table[layer] : __ldg(table + layer);
+    const double next = kShared ? table[layer + 1] : __ldg(table + layer + 1);
+    return ZigguratFastFrom<double>(ZigguratF32Entry{}, x, next, w);
+  }
+}
 
 // The first k in [first, last] with key(k + 1) > x (or last): the entry
 // holding x when entries start at key(k) and key(first) <= x.
@@ -105,7 +160,7 @@ struct PairItem {
   T scale = T(1);
   bool log_output = false;
   bool open = false;  // exists and not yet accepted
-  GammaDraw<T> draw;
+  T dv = T(0);        // the accepted attempt's d v
 };
 
 // The parameters of batch index `index`; `segment` is a search hint (the
@@ -138,22 +193,17 @@ __device__ void LoadItem(const GammaBatch<T>& b, int64_t index,
   }
 }
 
-// The output of an item whose accepted attempt gave `dv` (the boost block
-// read here, once per item, for shapes below 1).
+// The output of an accepted item (the boost block read here, once per item,
+// for shapes below 1).
 template <typename T>
-__device__ __forceinline__ T ItemOutput(const PairItem<T>& it, T dv) {
-  GammaDraw<T> x{dv, T(1)};
+__device__ __forceinline__ void WriteItem(const GammaBatch<T>& b, int64_t index,
+                                          const PairItem<T>& it) {
+  GammaDraw<T> x{it.dv, T(1)};
   if (it.g.boost) {
     x.ub = Gamma3Boost<T>(it.seed, KindTag::kGamma3Aux, it.item);
   }
   const T log_scale = it.log_output ? detmath::Log(it.scale) : T(0);
-  return GammaOutput(it.g, x, it.scale, log_scale, it.log_output);
-}
-
-template <typename T>
-__device__ __forceinline__ void WriteItem(const GammaBatch<T>& b, int64_t index,
-                                          const PairItem<T>& it) {
-  b.out[index] = ItemOutput(it, it.draw.dv);
+  b.out[index] = GammaOutput(it.g, x, it.scale, log_scale, it.log_output);
 }
 
 // The segment of `index` flagged: an item hit the attempt cap (never
@@ -167,32 +217,20 @@ __device__ void ReportCap(const GammaBatch<T>& b, int64_t index) {
   atomicOr(b.segment_status + s, kStatusAttemptCap);
 }
 
-// The block's ziggurat tables into shared memory (lanes index them at
-// random; constant memory would serialise the reads).
-__device__ __forceinline__ void LoadZiggurat(ZigguratTable& tab) {
-  static_assert(sizeof(ZigguratTable) % 4 == 0, "copied by words");
-  const uint32_t* from = reinterpret_cast<const uint32_t*>(&kDeviceZiggurat);
-  uint32_t* to = reinterpret_cast<uint32_t*>(&tab);
-  for (int i = threadIdx.x; i < static_cast<int>(sizeof(tab) / 4);
-       i += kThreads) {
-    to[i] = from[i];
-  }
-  __syncthreads();
-}
-
 // Lane-local tallies of the instrumented variant.
 struct Tallies {
   unsigned long long iterations = 0, attempts = 0, items = 0, full = 0,
-                     exact = 0, warp_full = 0, warp_exact = 0, pairs = 0;
+                     exact = 0, warp_full = 0, warp_exact = 0, pairs = 0,
+                     blocks = 0;
 };
 
 // The instrumented variant's tallies, summed over the warp and added to
 // *counters by its first lane.
 __device__ void AddTallies(const Tallies& tally, GammaCounters* counters) {
-  unsigned long long sums[5] = {tally.attempts, tally.items, tally.full,
-                                tally.exact, tally.pairs};
+  unsigned long long sums[6] = {tally.attempts, tally.items, tally.full,
+                                tally.exact,    tally.pairs, tally.blocks};
 #pragma unroll
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 6; ++i) {
 #pragma unroll
     for (int o = kWarpSize / 2; o > 0; o /= 2) {
       sums[i] += __shfl_xor_sync(kAllLanes, sums[i], o);
@@ -207,35 +245,65 @@ __device__ void AddTallies(const Tallies& tally, GammaCounters* counters) {
     atomicAdd(&counters->lane_items, sums[1]);
     atomicAdd(&counters->lane_full_tests, sums[2]);
     atomicAdd(&counters->lane_exact_tests, sums[3]);
+    atomicAdd(&counters->lane_blocks, sums[5]);
   }
 }
 
-// Attempt k of one open item from its words; on the cap, NaN and the
-// segment flagged (as the CPU's loop).
-template <typename T, bool kCount>
-__device__ __forceinline__ void Attempt(const GammaBatch<T>& b,
-                                        const ZigguratTable& tab, int64_t index,
-                                        uint32_t k, const PhiloxBlock& block,
-                                        PairItem<T>& it, GammaTestPath& path) {
-  const Gamma3Words w = Gamma3AttemptWords<T>(block, it.item);
-  T z;
-  T dv;
-  if (ZigguratNormal(tab, w, it.seed, KindTag::kGamma3Aux, it.item, k, &z) &&
-      GammaTryZ(it.g, z, Gamma3Ua<T>(w), &dv, kCount ? &path : nullptr)) {
-    it.draw.dv = dv;
+// Field-by-field selections: a conditional between two structs (`on_a ? x
+// : y`) is an lvalue of either, whose address sends both to local memory.
+template <typename T>
+__device__ __forceinline__ ZigguratCandidate<T> Pick(
+    bool first, const ZigguratCandidate<T>& x, const ZigguratCandidate<T>& y) {
+  return ZigguratCandidate<T>{first ? x.layer : y.layer,
+                              first ? x.negative : y.negative,
+                              first ? x.fast : y.fast, first ? x.mag : y.mag};
+}
+
+__device__ __forceinline__ Gamma3Words Pick(bool first, const Gamma3Words& x,
+                                            const Gamma3Words& y) {
+  return Gamma3Words{first ? x.zig_lo : y.zig_lo, first ? x.zig_hi : y.zig_hi,
+                     first ? x.ua_lo : y.ua_lo, first ? x.ua_hi : y.ua_hi};
+}
+
+template <typename T>
+__device__ __forceinline__ GammaPending<T> Pick(bool first,
+                                                const GammaPending<T>& x,
+                                                const GammaPending<T>& y) {
+  return GammaPending<T>{first ? x.z2 : y.z2, first ? x.t : y.t,
+                         first ? x.v : y.v, first ? x.out : y.out,
+                         first ? x.near : y.near};
+}
+
+// How attempt k of an item ended: accepted (dv set), or not (on the cap:
+// NaN and the segment flagged, as the CPU's loop).
+template <typename T>
+__device__ __forceinline__ void Settle(const GammaBatch<T>& b, int64_t index,
+                                       uint32_t k, bool accepted, T out,
+                                       PairItem<T>& it) {
+  if (accepted) {
+    it.dv = out;
     it.open = false;
   } else if (k + 1 == kGammaMaxAttempts) {
-    it.draw.dv = gamma_internal::QuietNaN<T>();
+    it.dv = gamma_internal::QuietNaN<T>();
     it.open = false;
     ReportCap(b, index);
   }
 }
 
-template <typename T, bool kCount>
-__global__ void __launch_bounds__(kThreads)
+template <typename T, bool kCount, bool kShared, bool kMoreRegisters>
+__global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
     Gamma3Kernel(const GammaBatch<T> batch, GammaCounters* counters) {
-  __shared__ ZigguratTable tab;
-  LoadZiggurat(tab);
+  using Entry = typename FastTable<T>::Entry;
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  const Entry* table = GlobalFastTable<T>();
+  if constexpr (kShared) {
+    __shared__ Entry copy[FastTable<T>::kEntries];
+    for (int i = threadIdx.x; i < FastTable<T>::kEntries; i += kThreads) {
+      copy[i] = table[i];
+    }
+    __syncthreads();
+    table = copy;
+  }
   const int64_t units = (batch.total + 1) / 2;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   int64_t unit = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -247,15 +315,15 @@ __global__ void __launch_bounds__(kThreads)
     LoadItem(batch, 2 * unit + 1, segment, b);
   }
   Tallies tally;
-  // Every lane stays in the loop until its warp is done, so the votes of
-  // the instrumented variant see all lanes.
-  while (__any_sync(kAllLanes, unit < units)) {
+  // The instrumented variant keeps every lane in the loop until its warp is
+  // done, so that its votes see all lanes; the service's needs no votes.
+  while (kCount ? __any_sync(kAllLanes, unit < units) : unit < units) {
     GammaTestPath path_a = GammaTestPath::kSqueeze;
     GammaTestPath path_b = GammaTestPath::kSqueeze;
     if (unit < units) {
-      const bool shared =
-          b.open && a.seed == b.seed &&
-          Gamma3BlockIndex<T>(a.item) == Gamma3BlockIndex<T>(b.item);
+      // One block for both items when they are the contract's pair.
+      const bool shared = kFloat && b.open && a.seed == b.seed &&
+                          (a.item >> 1) == (b.item >> 1);
       PhiloxBlock block_a{}, block_b{};
       if (a.open || shared) {
         block_a = gamma_internal::AttemptBlock(a.seed, KindTag::kGamma3,
@@ -267,14 +335,71 @@ __global__ void __launch_bounds__(kThreads)
         block_b = gamma_internal::AttemptBlock(b.seed, KindTag::kGamma3,
                                                Gamma3BlockIndex<T>(b.item), k);
       }
-      if constexpr (kCount)
+      if constexpr (kCount) {
         tally.attempts += (a.open ? 1 : 0) + (b.open ? 1 : 0);
-      if (a.open) {
-        Attempt<T, kCount>(batch, tab, 2 * unit, k, block_a, a, path_a);
+        tally.blocks +=
+            (a.open || shared ? 1 : 0) + (!shared && b.open ? 1 : 0);
       }
-      if (b.open) {
-        Attempt<T, kCount>(batch, tab, 2 * unit + 1, k, block_b, b, path_b);
+      const Gamma3Words wa = Gamma3AttemptWords<T>(block_a, a.item);
+      const Gamma3Words wb = Gamma3AttemptWords<T>(block_b, b.item);
+      // 1. The fast passes.
+      ZigguratCandidate<T> ca = FastPass<T, kShared>(table, wa);
+      ZigguratCandidate<T> cb = FastPass<T, kShared>(table, wb);
+      bool ok_a = a.open, ok_b = b.open;
+      // 2. The slow passes of both items through one code path.
+      bool slow_a = a.open && !ca.fast, slow_b = b.open && !cb.fast;
+      while (slow_a || slow_b) {
+        const bool on_a = slow_a;
+        if constexpr (kCount) ++tally.blocks;  // the wedge's or the tail's
+        T mag;
+        const bool ok =
+            ZigguratSlow(kDeviceZiggurat, Pick(on_a, ca, cb),
+                         Pick(on_a, wa, wb), on_a ? a.seed : b.seed,
+                         KindTag::kGamma3Aux, on_a ? a.item : b.item, k, &mag);
+        if (on_a) {
+          slow_a = false;
+          ok_a = ok;
+          ca.mag = mag;
+        } else {
+          slow_b = false;
+          ok_b = ok;
+          cb.mag = mag;
+        }
       }
+      // 3. The squeezes: -1 rejected, +1 accepted, 0 open.
+      GammaPending<T> pa{}, pb{};
+      const T ua_a = Gamma3Ua<T>(wa), ua_b = Gamma3Ua<T>(wb);
+      int sa = -1, sb = -1;
+      if (ok_a) {
+        sa = GammaSqueezeTest(a.g, ZigguratValue(ca.negative, ca.mag), ua_a,
+                              &pa);
+      }
+      if (ok_b) {
+        sb = GammaSqueezeTest(b.g, ZigguratValue(cb.negative, cb.mag), ua_b,
+                              &pb);
+      }
+      // 4. The logarithmic tests of both items through one code path.
+      bool log_a = sa == 0, log_b = sb == 0;
+      while (log_a || log_b) {
+        const bool on_a = log_a;
+        GammaShape<T> g;  // GammaLogTest reads d only
+        g.d = on_a ? a.g.d : b.g.d;
+        GammaTestPath path = GammaTestPath::kFastLog;
+        const bool accept =
+            GammaLogTest(g, Pick(on_a, pa, pb), on_a ? ua_a : ua_b,
+                         kCount ? &path : nullptr);
+        if (on_a) {
+          log_a = false;
+          sa = accept ? 1 : -1;
+          path_a = path;
+        } else {
+          log_b = false;
+          sb = accept ? 1 : -1;
+          path_b = path;
+        }
+      }
+      if (a.open) Settle(batch, 2 * unit, k, sa > 0, pa.out, a);
+      if (b.open) Settle(batch, 2 * unit + 1, k, sb > 0, pb.out, b);
       ++k;
       if (!a.open && !b.open) {
         WriteItem(batch, 2 * unit, a);
@@ -283,6 +408,7 @@ __global__ void __launch_bounds__(kThreads)
         if constexpr (kCount) {
           tally.items += has_b ? 2 : 1;
           ++tally.pairs;
+          tally.blocks += (a.g.boost ? 1 : 0) + (has_b && b.g.boost ? 1 : 0);
         }
         unit += stride;
         k = 0;
@@ -310,292 +436,10 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (kCount) AddTallies(tally, counters);
 }
 
-// ------------------------------------- deferred logarithmic tests ----
-//
-// The variant the service runs (GammaLaunchOptions::defer_log_tests). In
-// the loop above the logarithmic test runs inline, so a warp pays for it in
-// almost every iteration (some lane of 32, each with two items, needs it);
-// so does the ziggurat's wedge test (an auxiliary Philox block and an exp).
-// Here an attempt that the squeeze leaves undecided, or whose ziggurat pass
-// needs its wedge, is recorded (WaitingTest) and the item goes on
-// speculatively with its next attempts; the warp runs the recorded tests of all
-// its lanes together, only when enough are waiting. The bits cannot change: an
-// item's output is still its first accepted attempt, the recorded one if its
-// test accepts, else the first later attempt the squeeze accepted (the
-// "fallback"). Per item: at most one recorded test; a second undecided attempt
-// stops the item ("blocked") until the resolution, which redoes that attempt if
-// the first test rejects. A pair whose item waits with a fallback is finished
-// at once: the fallback's output is written and the item parks in the
-// lane's one parking slot (its alternative output precomputed), so the lane
-// takes its next pair; the resolution overwrites the output if the parked
-// test accepts.
-//
-// The warp resolves when kStuckLanes lanes can do nothing else (a pair to
-// finish and the slot taken, or every item waiting), when kParkedLanes
-// slots are taken, or when no lane can make progress; once more at the end.
-
-constexpr int kStuckLanes = 4;
-constexpr int kParkedLanes = 16;
-
-// An attempt whose outcome waits for its warp: the logarithmic test the
-// squeeze left undecided, and/or the ziggurat's wedge test (whose Philox
-// block and exp are as rare per lane, and as common per warp, as the
-// logarithm). It is accepted iff the wedge passes (when there is one) and
-// the squeeze accepted or the logarithmic test does.
-template <typename T>
-struct WaitingTest {
-  GammaPending<T> p;
-  T ua = T(1);
-  double x = 0;          // the wedge's candidate magnitude (float64 always)
-  uint32_t attempt = 0;  // the wedge's auxiliary block
-  int layer = 0;
-  bool wedge = false;
-  bool squeeze = false;  // the squeeze accepted: no logarithm needed
-};
-
-template <typename T>
-struct DeferredItem : PairItem<T> {
-  uint32_t k = 0;         // its next attempt
-  bool pend = false;      // `wait` holds an undecided attempt
-  bool fallback = false;  // pend, and draw.dv holds a later accepted attempt
-  bool blocked = false;   // pend, and attempt k was undecided too
-  WaitingTest<T> wait;
-};
-
-// A finished item whose waiting attempt is still to be decided; out[index]
-// holds the fallback's output until then.
-template <typename T>
-struct Parked {
-  bool full = false;
-  int64_t index = 0;
-  uint64_t seed = 0, item = 0;
-  T d = T(0);
-  WaitingTest<T> wait;
-  T alt = T(0);  // the output should the waiting attempt be accepted
-};
-
-// The outcome of a waiting attempt (d: the shape's, for the logarithm).
-template <typename T>
-__device__ __forceinline__ bool Decide(const ZigguratTable& tab, T d,
-                                       uint64_t seed, uint64_t item,
-                                       const WaitingTest<T>& wt,
-                                       GammaTestPath* path) {
-  if (wt.wedge && !ZigguratWedge(tab, wt.layer, wt.x, seed, KindTag::kGamma3Aux,
-                                 item, wt.attempt)) {
-    return false;
-  }
-  if (wt.squeeze) return true;
-  GammaShape<T> g;  // GammaLogTest reads d only
-  g.d = d;
-  return GammaLogTest(g, wt.p, wt.ua, path);
-}
-
-template <typename T>
-__device__ __forceinline__ bool Active(const DeferredItem<T>& it) {
-  return it.open && !it.fallback && !it.blocked && it.k < kGammaMaxAttempts;
-}
-
-// Attempt it.k of an active item from its block.
-template <typename T>
-__device__ __forceinline__ void DeferredAttempt(const GammaBatch<T>& b,
-                                                const ZigguratTable& tab,
-                                                int64_t index,
-                                                const PhiloxBlock& block,
-                                                DeferredItem<T>& it) {
-  const uint32_t k = it.k;
-  const Gamma3Words w = Gamma3AttemptWords<T>(block, it.item);
-  const T ua = Gamma3Ua<T>(w);
-  const ZigguratCandidate c = ZigguratFast<T>(tab, w);
-  // Layer 0 beyond r: the tail, at once (0.06% of passes); other layers
-  // beyond x[i + 1]: the wedge, deferred with the attempt.
-  const bool wedge = !c.fast && c.layer != 0;
-  double mag = c.x;
-  const bool ok =
-      c.fast || wedge ||
-      ZigguratTail(tab, it.seed, KindTag::kGamma3Aux, it.item, k, &mag);
-  GammaPending<T> p;
-  const int squeeze =
-      ok ? GammaSqueezeTest(it.g, ZigguratValue<T>(c.negative, mag), ua, &p)
-         : -1;
-  const bool undecided = squeeze == 0 || (squeeze > 0 && wedge);
-  if (undecided && it.pend) {
-    it.blocked = true;  // attempt k is redone if the waiting one fails
-    return;
-  }
-  it.k = k + 1;
-  if (undecided) {
-    it.pend = true;
-    it.wait.p = p;
-    it.wait.ua = ua;
-    it.wait.x = c.x;
-    it.wait.attempt = k;
-    it.wait.layer = c.layer;
-    it.wait.wedge = wedge;
-    it.wait.squeeze = squeeze > 0;
-  } else if (squeeze > 0) {
-    it.draw.dv = p.out;
-    if (it.pend) {
-      it.fallback = true;
-    } else {
-      it.open = false;
-    }
-  } else if (!it.pend && it.k == kGammaMaxAttempts) {
-    it.draw.dv = gamma_internal::QuietNaN<T>();
-    it.open = false;
-    ReportCap(b, index);
-  }
-}
-
-// An item's recorded test, decided (resolution).
-template <typename T, bool kCount>
-__device__ __forceinline__ void ResolveItem(const GammaBatch<T>& b,
-                                            const ZigguratTable& tab,
-                                            int64_t index, DeferredItem<T>& it,
-                                            Tallies& tally) {
-  GammaTestPath path = GammaTestPath::kFastLog;
-  const bool accept =
-      Decide(tab, it.g.d, it.seed, it.item, it.wait, kCount ? &path : nullptr);
-  if constexpr (kCount) {
-    ++tally.full;
-    tally.exact += path == GammaTestPath::kExactLog ? 1 : 0;
-  }
-  it.pend = false;
-  it.blocked = false;
-  if (accept) {
-    it.draw.dv = it.wait.p.out;
-    it.open = false;
-  } else if (it.fallback) {
-    it.open = false;  // draw.dv holds the fallback
-  } else if (it.k == kGammaMaxAttempts) {
-    it.draw.dv = gamma_internal::QuietNaN<T>();
-    it.open = false;
-    ReportCap(b, index);
-  }
-  it.fallback = false;
-}
-
-// Every recorded test of the lane: the parked one, then its pair's.
-template <typename T, bool kCount>
-__device__ void Resolve(const GammaBatch<T>& b, const ZigguratTable& tab,
-                        int64_t unit, Parked<T>& parked, DeferredItem<T>& x,
-                        DeferredItem<T>& y, Tallies& tally) {
-  if (parked.full) {
-    if (Decide(tab, parked.d, parked.seed, parked.item, parked.wait,
-               static_cast<GammaTestPath*>(nullptr))) {
-      b.out[parked.index] = parked.alt;
-    }
-    parked.full = false;
-    if constexpr (kCount) ++tally.full;
-  }
-  if (x.pend) ResolveItem<T, kCount>(b, tab, 2 * unit, x, tally);
-  if (y.pend) ResolveItem<T, kCount>(b, tab, 2 * unit + 1, y, tally);
-}
-
-// Writes a settled item's output; an item waiting with a fallback goes to
-// the parking slot (free: the caller checked).
-template <typename T>
-__device__ __forceinline__ void FinishItem(const GammaBatch<T>& b,
-                                           int64_t index, DeferredItem<T>& it,
-                                           Parked<T>& parked) {
-  if (index >= b.total) return;
-  if (it.fallback) {
-    parked.full = true;
-    parked.index = index;
-    parked.seed = it.seed;
-    parked.item = it.item;
-    parked.d = it.g.d;
-    parked.wait = it.wait;
-    parked.alt = ItemOutput(it, it.wait.p.out);
-  }
-  WriteItem(b, index, it);
-}
-
-template <typename T>
-__device__ __forceinline__ void LoadPair(const GammaBatch<T>& b, int64_t unit,
-                                         int64_t& segment, DeferredItem<T>& x,
-                                         DeferredItem<T>& y) {
-  x.k = y.k = 0;
-  x.pend = x.fallback = x.blocked = false;
-  y.pend = y.fallback = y.blocked = false;
-  LoadItem(b, 2 * unit, segment, x);
-  LoadItem(b, 2 * unit + 1, segment, y);
-}
-
-template <typename T, bool kCount>
-__global__ void __launch_bounds__(kThreads)
-    Gamma3DeferredKernel(const GammaBatch<T> batch, GammaCounters* counters) {
-  __shared__ ZigguratTable tab;
-  LoadZiggurat(tab);
-  DeferredItem<T> a, b;  // the lane's pair
-  Parked<T> parked;      // its finished item waiting for a test
-  const int64_t units = (batch.total + 1) / 2;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  int64_t unit = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  int64_t segment = 0;
-  if (unit < units) LoadPair(batch, unit, segment, a, b);
-  Tallies tally;
-  // Every lane stays in the loop until its warp is done: the votes that
-  // decide the resolutions see all lanes.
-  while (__any_sync(kAllLanes, unit < units)) {
-    bool stuck = false, progress = false;
-    if (unit < units) {
-      const bool act_a = Active(a), act_b = Active(b);
-      const bool shared =
-          act_a && act_b && a.k == b.k && a.seed == b.seed &&
-          Gamma3BlockIndex<T>(a.item) == Gamma3BlockIndex<T>(b.item);
-      PhiloxBlock block_a{}, block_b{};
-      if (act_a) {
-        block_a = gamma_internal::AttemptBlock(
-            a.seed, KindTag::kGamma3, Gamma3BlockIndex<T>(a.item), a.k);
-      }
-      if (shared) {
-        block_b = block_a;
-      } else if (act_b) {
-        block_b = gamma_internal::AttemptBlock(
-            b.seed, KindTag::kGamma3, Gamma3BlockIndex<T>(b.item), b.k);
-      }
-      if (act_a) DeferredAttempt(batch, tab, 2 * unit, block_a, a);
-      if (act_b) DeferredAttempt(batch, tab, 2 * unit + 1, block_b, b);
-      if constexpr (kCount) tally.attempts += (act_a ? 1 : 0) + (act_b ? 1 : 0);
-      const bool settled = (!a.open || a.fallback) && (!b.open || b.fallback);
-      const int to_park = (a.fallback ? 1 : 0) + (b.fallback ? 1 : 0);
-      if (settled && to_park <= (parked.full ? 0 : 1)) {
-        FinishItem(batch, 2 * unit, a, parked);
-        FinishItem(batch, 2 * unit + 1, b, parked);
-        if constexpr (kCount) {
-          tally.items += 2 * unit + 1 < batch.total ? 2 : 1;
-          ++tally.pairs;
-        }
-        unit += stride;
-        if (unit < units) LoadPair(batch, unit, segment, a, b);
-        // The parked item's record lives on; the pair is a fresh one.
-        a.pend = a.fallback = b.pend = b.fallback = false;
-      }
-      progress = unit < units && (Active(a) || Active(b));
-      stuck = unit < units && !progress;
-    }
-    if constexpr (kCount) tally.iterations += 2;
-    const int stuck_lanes = __popc(__ballot_sync(kAllLanes, stuck));
-    const int parked_lanes = __popc(__ballot_sync(kAllLanes, parked.full));
-    if (stuck_lanes >= kStuckLanes || parked_lanes >= kParkedLanes ||
-        (stuck_lanes > 0 && !__any_sync(kAllLanes, progress))) {
-      Resolve<T, kCount>(batch, tab, unit, parked, a, b, tally);
-      if constexpr (kCount) ++tally.warp_full;
-    }
-  }
-  // The parked tests left (no lane has a pair any more).
-  if (__any_sync(kAllLanes, parked.full)) {
-    Resolve<T, kCount>(batch, tab, unit, parked, a, b, tally);
-    if constexpr (kCount) ++tally.warp_full;
-  }
-  if constexpr (kCount) AddTallies(tally, counters);
-}
-
-template <typename T, bool kCount>
+template <typename T, bool kCount, bool kShared, bool kMoreRegisters>
 absl::Status Run(const GammaBatch<T>& batch, cudaStream_t stream,
                  const GammaLaunchOptions& options) {
-  const auto kernel = options.defer_log_tests ? Gamma3DeferredKernel<T, kCount>
-                                              : Gamma3Kernel<T, kCount>;
+  const auto kernel = Gamma3Kernel<T, kCount, kShared, kMoreRegisters>;
   int device = 0, sms = 0, resident = 0;
   SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   SAMPLER_CUDA_RETURN_IF_ERROR(
@@ -615,14 +459,29 @@ absl::Status Run(const GammaBatch<T>& batch, cudaStream_t stream,
   return absl::OkStatus();
 }
 
+// The variant `options` asks for: the table in shared memory, or more
+// registers (benchmark comparisons; the service runs neither).
+template <typename T, bool kCount>
+absl::Status RunVariant(const GammaBatch<T>& batch, cudaStream_t stream,
+                        const GammaLaunchOptions& options) {
+  if (options.zig_table_shared) {
+    return Run<T, kCount, true, false>(batch, stream, options);
+  }
+  if (options.bench_more_registers) {
+    return Run<T, kCount, false, true>(batch, stream, options);
+  }
+  return Run<T, kCount, false, false>(batch, stream, options);
+}
+
 }  // namespace
 
 template <typename T>
 absl::Status LaunchGamma3Kernel(const GammaBatch<T>& batch, cudaStream_t stream,
                                 const GammaLaunchOptions& options) {
   if (batch.total <= 0) return absl::OkStatus();
-  return options.counters != nullptr ? Run<T, true>(batch, stream, options)
-                                     : Run<T, false>(batch, stream, options);
+  return options.counters != nullptr
+             ? RunVariant<T, true>(batch, stream, options)
+             : RunVariant<T, false>(batch, stream, options);
 }
 
 template absl::Status LaunchGamma3Kernel<float>(const GammaBatch<float>&,

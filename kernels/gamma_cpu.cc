@@ -75,8 +75,8 @@ SAMPLER_HOST_FMA_CLONES size_t SampleGroupItems(
     const T log_scale = log_output ? detmath::Log(group.scale) : T(0);
     for (int64_t k = 0; k < group.count; ++k, ++i) {
       const uint64_t item = first_item + i;
-      const T x = Gamma3SampleItem(HostZiggurat(), seed, item, g,
-                                   group.scale, log_scale, log_output);
+      const T x = Gamma3SampleItem(HostZiggurat(), seed, item, g, group.scale,
+                                   log_scale, log_output);
       if (std::isnan(x)) {
         *failed_shape = group.shape;
         return i;

@@ -6,10 +6,17 @@ The 128-layer ziggurat of the standard normal half-density f(x) = exp(-x^2/2)
 2000), as used by contract version 3's gamma sampler (docs/randomness.md,
 "Gamma"). Everything is computed in 60-digit decimal arithmetic and rounded
 once, to nearest, to float64: the header holds those roundings as exact
-hexadecimal literals, so that host and device read the same bits. There is
-no float32 table: rounded to float32 the layers' areas agree only to 7e-6
-relative (float64: 1e-14), so the float32 sampler does the ziggurat's
-geometry in float64 on this table (gamma3_core.h).
+hexadecimal literals, so that host and device read the same bits.
+
+The float32 sampler's table is derived from the float64 one, not from the
+curve (rounded to float32 the layers' areas would agree only to 7e-6
+relative; float64: 1e-14): per layer i the integer threshold
+T[i] = ceil(2^24 X[i+1] / X[i]) computed exactly from the float64 values, so
+that a 24-bit uniform u24 is under the curve's rectangle exactly when
+u24 X[i] < 2^24 X[i+1] (the float64 table's geometry, to the uniform's
+resolution), and the width W[i] = (X[i] rounded once to float32) 2^-24 that
+turns u24 into the candidate magnitude with one float32 multiply
+(gamma3_core.h).
 
 Layout (N = 128 layers, equal area v each):
   X[1] = r (the tail's start), X[i+1] = f^-1(f(X[i]) + v / X[i]) for i >= 1,
@@ -21,6 +28,7 @@ Layout (N = 128 layers, equal area v each):
 Usage: tools/gen_ziggurat_tables.py > kernels/include/sampler/kernels/ziggurat_tables.h
 """
 from decimal import Decimal, getcontext, ROUND_HALF_EVEN
+from fractions import Fraction
 import math
 
 getcontext().prec = 60
@@ -100,7 +108,10 @@ def literal(value, single):
 
 
 def emit(name, values, p, single):
-    lits = [literal(round_to(v, p), single) for v in values]
+    return emit_lits(name, [literal(round_to(v, p), single) for v in values])
+
+
+def emit_lits(name, lits):
     lines = []
     line = " "
     for s in lits:
@@ -134,6 +145,20 @@ def main():
         out.append(emit(f"SAMPLER_ZIGGURAT_X_{suffix}", x, p, single))
         out.append(emit(f"SAMPLER_ZIGGURAT_F_{suffix}", fx, p, single))
         out.append(emit(f"SAMPLER_ZIGGURAT_DF_{suffix}", df, p, single))
+    # float32: thresholds and widths from the float64 table's values.
+    xd = [Fraction(round_to(t, 53)) for t in x]
+    thresholds = []
+    for i in range(N):
+        ratio = Fraction(2**24) * xd[i + 1] / xd[i]
+        t = -((-ratio.numerator) // ratio.denominator)  # ceil
+        assert 0 <= t <= 2**24
+        thresholds.append(t)
+    widths = [round_to(t, 24) * 2.0**-24 for t in x[:N]]
+    out.append("// float32, {T[i], W[i]} per layer: u24 < T[i] exactly when\n"
+               "// u24 X[i] < 2^24 X[i+1] (X the float64 values above), and\n"
+               "// W[i] = float(X[i]) 2^-24.\n")
+    out.append(emit_lits("SAMPLER_ZIGGURAT_F32_ENTRIES",
+                         [f"{{{t}u, {literal(w, True)}}}" for t, w in zip(thresholds, widths)]))
     out.append("// clang-format on\n\n#endif  // SAMPLER_KERNELS_ZIGGURAT_TABLES_H_\n")
     print("".join(out), end="")
 

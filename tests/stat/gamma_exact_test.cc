@@ -239,6 +239,23 @@ TYPED_TEST(GammaExactTest, ZigguratLayersHaveEqualAreas) {
   }
   EXPECT_EQ(tab.x[128], 0.0);
   EXPECT_EQ(tab.f[128], 1.0);
+  // float32's fast path decides exactly as these widths: its threshold t of
+  // layer i is the least integer with t x[i] >= 2^24 x[i + 1] (checked in
+  // quadruple precision, exact for 25- by 53-bit products), and its width
+  // is x[i] rounded once to float32, times 2^-24; Float32Entry (which tests
+  // use to rebuild a perturbed table) agrees.
+  for (int i = 0; i < 128; ++i) {
+    const ZigguratF32Entry e = tab.f32[i];
+    const Quad x = tab.x[i], target = Quad(tab.x[i + 1]) * 0x1p24;
+    EXPECT_GE(Quad(e.threshold) * x, target) << i;
+    if (e.threshold > 0) {
+      EXPECT_LT(Quad(e.threshold - 1) * x, target) << i;
+    }
+    EXPECT_EQ(e.width, static_cast<float>(tab.x[i]) * 0x1p-24f) << i;
+    const ZigguratF32Entry rebuilt = Float32Entry(tab, i);
+    EXPECT_EQ(rebuilt.threshold, e.threshold) << i;
+    EXPECT_EQ(rebuilt.width, e.width) << i;
+  }
   std::printf("%-6s ziggurat: v = %.17g, worst layer area %.3g relative\n",
               std::is_same_v<T, float> ? "float" : "double",
               static_cast<double>(v), worst);

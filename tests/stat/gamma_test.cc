@@ -356,11 +356,17 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
     const uint64_t bits = join(v[2 * which], v[2 * which + 1]) >> 11;
     return static_cast<double>(bits + (open ? 1 : 0)) * 0x1.0p-53;
   };
-  // One float64 table for both precisions.
+  // The float64 table (the geometry of both precisions) and float32's
+  // fast-path entries derived from it.
   static const double X[] = {SAMPLER_ZIGGURAT_X_DOUBLE};
   static const double F[] = {SAMPLER_ZIGGURAT_F_DOUBLE};
   static const double DF[] = {SAMPLER_ZIGGURAT_DF_DOUBLE};
   const double inv_r = SAMPLER_ZIGGURAT_INV_R_DOUBLE;
+  struct F32Entry {
+    uint32_t threshold;
+    float width;
+  };
+  static const F32Entry F32[] = {SAMPLER_ZIGGURAT_F32_ENTRIES};
 
   const T alpha = shape >= T(1) ? shape : shape + T(1);
   const T d = alpha - T(1) / T(3);
@@ -377,11 +383,18 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
       ua_bits = join(v[2], v[3]);
     }
     const T ua = open01(ua_bits);
-    // The ziggurat pass, in double; the normal rounded once to T.
+    // The ziggurat pass: float32's fast path by the integer threshold and
+    // the float32 width, float64's in double; wedge and tail in double.
     const int layer = static_cast<int>(zig & 127);
     const double x = static_cast<double>(closed01(zig)) * X[layer];
-    double mag = x;
-    if (!(x < X[layer + 1])) {
+    T mag = static_cast<T>(x);
+    bool fast = x < X[layer + 1];
+    if constexpr (kFloat) {
+      const uint32_t u24 = static_cast<uint32_t>(zig) >> 8;
+      fast = u24 < F32[layer].threshold;
+      mag = static_cast<float>(u24) * F32[layer].width;
+    }
+    if (!fast) {
       if (layer == 0) {
         ++paths->zig_tail;
         for (uint32_t m = 1;; ++m) {
@@ -389,7 +402,7 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
               -(detmath::Log(aux01(a + (m << 16), 0, true)) * inv_r);
           const double tb = -detmath::Log(aux01(a + (m << 16), 1, true));
           if (tb + tb > ta * ta) {
-            mag = X[1] + ta;
+            mag = static_cast<T>(X[1] + ta);
             break;
           }
         }
@@ -402,7 +415,7 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
         ++paths->zig_wedge_accept;
       }
     }
-    const T z = static_cast<T>((zig & 128) != 0 ? -mag : mag);
+    const T z = (zig & 128) != 0 ? -mag : mag;
     const T s = std::fma(c, z, T(1));
     if (s <= T(0)) {
       ++paths->nonpositive_v;

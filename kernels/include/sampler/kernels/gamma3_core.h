@@ -35,24 +35,50 @@ namespace sampler::kernels {
 // built): layer i in 0..127 has width x[i]; x[i + 1] is the width below
 // which layer i lies under the curve; f[i] = exp(-x[i]^2 / 2) and df[i] =
 // f[i + 1] - f[i] (the layer's height, for the wedge test). x[1] = r.
-// One float64 table serves both precisions: the ziggurat is exact only when
-// its layers have equal areas, and float32-rounded widths would leave them
-// equal to 7e-6 only; the float64 ones agree to 1e-14. So the float32
-// sampler, too, does the ziggurat's geometry in float64 and rounds the
-// normal once to float at the end (ZigguratValue).
-// A parameter of the functions below (not a global) so that the device can
-// read a shared-memory copy and tests can perturb one.
+// The float64 table decides the geometry in both precisions: the ziggurat
+// is exact only when its layers have equal areas, and float32-rounded widths
+// would leave them equal to 7e-6 only; the float64 ones agree to 1e-14.
+// float32's fast path reads `f32`, derived from x exactly (the generator;
+// gamma_exact_test checks it against Float32Entry below): an integer
+// threshold that decides "under the layer's rectangle" exactly as the
+// float64 widths do, and the width rounded once to float32 for the
+// magnitude (ZigguratFast; Float32Entry says how both follow from x).
+// A parameter of the functions below (not a global) so that tests can
+// perturb one.
+struct ZigguratF32Entry {
+  uint32_t threshold;  // u24 < threshold iff u24 x[i] < 2^24 x[i + 1]
+  float width;         // float(x[i]) 2^-24: u24 * width is u x[i] in float
+};
+
 struct ZigguratTable {
   double x[129];
   double f[129];
   double df[128];
   double inv_r;  // 1 / r
+  ZigguratF32Entry f32[128];
 };
 
 inline constexpr ZigguratTable kZiggurat = {{SAMPLER_ZIGGURAT_X_DOUBLE},
                                             {SAMPLER_ZIGGURAT_F_DOUBLE},
                                             {SAMPLER_ZIGGURAT_DF_DOUBLE},
-                                            SAMPLER_ZIGGURAT_INV_R_DOUBLE};
+                                            SAMPLER_ZIGGURAT_INV_R_DOUBLE,
+                                            {SAMPLER_ZIGGURAT_F32_ENTRIES}};
+
+// float32's entry of layer i as the float64 widths define it: the least
+// integer t with t x[i] >= 2^24 x[i + 1] (so u24 < t iff u24 x[i] < 2^24
+// x[i + 1], exactly; fma's one rounding keeps the sign of t x[i] - 2^24
+// x[i + 1] exact, 2^24 x[i + 1] being exact), and float(x[i]) 2^-24. For
+// tests and tables changed at run time (the generator computes the same in
+// rationals).
+inline ZigguratF32Entry Float32Entry(const ZigguratTable& tab, int i) {
+  const double x = tab.x[i];
+  const double target = tab.x[i + 1] * 0x1p24;
+  double t = static_cast<double>(static_cast<int64_t>(target / x));
+  while (t > 0 && detmath::Fma(t - 1, x, -target) >= 0) t -= 1;
+  while (detmath::Fma(t, x, -target) < 0) t += 1;
+  return ZigguratF32Entry{static_cast<uint32_t>(t),
+                          static_cast<float>(x) * 0x1p-24f};
+}
 
 // The host's table (both precisions).
 constexpr const ZigguratTable& HostZiggurat() { return kZiggurat; }
@@ -123,27 +149,61 @@ SAMPLER_HD double ZigguratUniform(const Gamma3Words& w) {
   return static_cast<double>(Gamma3Uniform<T>(w.zig_lo, w.zig_hi, false));
 }
 
-// The fast path of a ziggurat pass, in float64 for both precisions: from
-// the ziggurat word (float32 w: layer w & 127, sign bit 7, u = (w >> 8)
-// 2^-24; float64 (lo, hi): layer lo & 127, sign bit 7 of lo, u =
-// UniformDouble(lo, hi)) the candidate magnitude x = u x[layer] (one double
-// multiply); `fast` when x < x[layer + 1] (under the curve).
+// The fast path of a ziggurat pass. From the ziggurat word (float32 w:
+// layer w & 127, sign bit 7, u24 = w >> 8; float64 (lo, hi): layer lo &
+// 127, sign bit 7 of lo, u = UniformDouble(lo, hi)):
+//   float32: `fast` iff u24 < f32[layer].threshold (integer compare: the
+//     float64 table's u x[layer] < x[layer + 1], exactly); magnitude
+//     `mag` = float(u24) * f32[layer].width (one float32 multiply: u times
+//     the width rounded once to float, so within 2^-23 relative of u x[i],
+//     about one float32 ulp, where rounding the float64 product gives half);
+//   float64: mag = u x[layer] (one double multiply), `fast` iff mag <
+//     x[layer + 1].
+// `x` is u x[layer] in float64 for the wedge test (off the fast path).
+template <typename T>
 struct ZigguratCandidate {
   int layer;
   bool negative;
   bool fast;
-  double x;
+  T mag;
 };
 
 template <typename T>
-SAMPLER_HD ZigguratCandidate ZigguratFast(const ZigguratTable& tab,
-                                          const Gamma3Words& w) {
-  ZigguratCandidate c;
+SAMPLER_HD ZigguratCandidate<T> ZigguratFastFrom(ZigguratF32Entry e, double x,
+                                                 double next,
+                                                 const Gamma3Words& w) {
+  ZigguratCandidate<T> c;
   c.layer = static_cast<int>(w.zig_lo & 127u);
   c.negative = (w.zig_lo & 128u) != 0;
-  c.x = ZigguratUniform<T>(w) * tab.x[c.layer];
-  c.fast = c.x < tab.x[c.layer + 1];
+  if constexpr (std::is_same_v<T, float>) {
+    const uint32_t u24 = w.zig_lo >> 8;
+    c.fast = u24 < e.threshold;
+    c.mag = static_cast<float>(u24) * e.width;
+  } else {
+    c.mag = ZigguratUniform<T>(w) * x;
+    c.fast = c.mag < next;
+  }
   return c;
+}
+
+template <typename T>
+SAMPLER_HD ZigguratCandidate<T> ZigguratFast(const ZigguratTable& tab,
+                                             const Gamma3Words& w) {
+  const int layer = static_cast<int>(w.zig_lo & 127u);
+  return ZigguratFastFrom<T>(tab.f32[layer], tab.x[layer], tab.x[layer + 1], w);
+}
+
+// The candidate's magnitude in float64 for the wedge test: u x[layer] (one
+// double multiply; float64: the fast path's own).
+template <typename T>
+SAMPLER_HD double ZigguratWedgeX(const ZigguratTable& tab,
+                                 const ZigguratCandidate<T>& c,
+                                 const Gamma3Words& w) {
+  if constexpr (std::is_same_v<T, float>) {
+    return ZigguratUniform<T>(w) * tab.x[c.layer];
+  } else {
+    return c.mag;
+  }
 }
 
 // The tail (layer 0, x >= r), in float64 for both precisions: Marsaglia's
@@ -182,35 +242,55 @@ SAMPLER_HD bool ZigguratWedge(const ZigguratTable& tab, int layer, double x,
   return y < detmath::Exp(-0.5 * (x * x));
 }
 
-// The normal value of a pass: the signed float64 magnitude, rounded once to
-// T.
+// The signed normal value of a pass from its magnitude in T.
 template <typename T>
-SAMPLER_HD T ZigguratValue(bool negative, double mag) {
-  return static_cast<T>(negative ? -mag : mag);
+SAMPLER_HD T ZigguratValue(bool negative, T mag) {
+  return negative ? -mag : mag;
+}
+
+// The rare part of a pass whose candidate left the fast path (layer 0: the
+// tail; others: the wedge): true and *mag (in T: the tail's float64 r + a
+// rounded once; the wedge's the candidate's), or false (the attempt is
+// rejected).
+template <typename T>
+SAMPLER_HD bool ZigguratSlow(const ZigguratTable& tab,
+                             const ZigguratCandidate<T>& c,
+                             const Gamma3Words& w, uint64_t seed,
+                             KindTag aux_tag, uint64_t item, uint32_t attempt,
+                             T* mag, ZigguratPath* path = nullptr) {
+  if (c.layer == 0) {
+    if (path != nullptr) *path = ZigguratPath::kTail;
+    double tail;
+    if (!ZigguratTail(tab, seed, aux_tag, item, attempt, &tail)) return false;
+    *mag = static_cast<T>(tail);
+    return true;
+  }
+  const bool ok = ZigguratWedge(tab, c.layer, ZigguratWedgeX(tab, c, w), seed,
+                                aux_tag, item, attempt);
+  if (path != nullptr) {
+    *path = ok ? ZigguratPath::kWedgeAccept : ZigguratPath::kWedgeReject;
+  }
+  *mag = c.mag;
+  return ok;
 }
 
 // One ziggurat pass for attempt `attempt` of `item`: true and *z (exactly
-// N(0, 1) given success, then rounded to T), or false (the attempt is
-// rejected).
+// N(0, 1) given success, up to the rounding of its magnitude to T), or
+// false (the attempt is rejected).
 template <typename T>
 SAMPLER_HD bool ZigguratNormal(const ZigguratTable& tab, const Gamma3Words& w,
                                uint64_t seed, KindTag aux_tag, uint64_t item,
                                uint32_t attempt, T* z,
                                ZigguratPath* path = nullptr) {
-  const ZigguratCandidate c = ZigguratFast<T>(tab, w);
-  double mag = c.x;
-  ZigguratPath taken = ZigguratPath::kFast;
-  bool ok = true;
-  if (!c.fast && c.layer == 0) {
-    taken = ZigguratPath::kTail;
-    ok = ZigguratTail(tab, seed, aux_tag, item, attempt, &mag);
-  } else if (!c.fast) {
-    ok = ZigguratWedge(tab, c.layer, c.x, seed, aux_tag, item, attempt);
-    taken = ok ? ZigguratPath::kWedgeAccept : ZigguratPath::kWedgeReject;
+  const ZigguratCandidate<T> c = ZigguratFast<T>(tab, w);
+  T mag = c.mag;
+  if (path != nullptr) *path = ZigguratPath::kFast;
+  if (!c.fast &&
+      !ZigguratSlow(tab, c, w, seed, aux_tag, item, attempt, &mag, path)) {
+    return false;
   }
-  if (path != nullptr) *path = taken;
-  if (ok) *z = ZigguratValue<T>(c.negative, mag);
-  return ok;
+  *z = ZigguratValue<T>(c.negative, mag);
+  return true;
 }
 
 // The acceptance uniform of an attempt, (0, 1].

@@ -113,6 +113,10 @@ struct GammaCounters {
   unsigned long long warp_exact_tests;  // warp iterations computing the
                                         // deterministic logarithms
   unsigned long long lane_exact_tests;  // attempts the fast test left open
+  unsigned long long lane_blocks;       // Philox blocks computed by lanes
+                                        // (contract-3 kernel only: main,
+                                        // wedge, tail (one a pass) and boost
+                                        // blocks; 0 from version 2's)
 };
 
 struct GammaLaunchOptions {
@@ -129,11 +133,15 @@ struct GammaLaunchOptions {
   // version 2's kernel (Box-Muller, tag GAM2), whose bits no backend serves
   // any more, for a same-run comparison. LaunchDirichlet ignores it.
   bool bench_v2_kernel = false;
-  // Gamma (contract version 3's kernel): attempts that the squeeze leaves
-  // undecided wait, and a warp runs the logarithmic tests of its lanes
-  // together (gamma3.cu). Off: each runs at once. The bits are the same
-  // either way; off only for measurements and tests.
-  bool defer_log_tests = true;
+  // Gamma, contract version 3's kernel: where its ziggurat fast-path table
+  // lives. false (the service's): global memory through the read-only
+  // cache; true: a block-wide shared-memory copy. The bits are the same;
+  // gamma_bench measures both.
+  bool zig_table_shared = false;
+  // Bench only: contract version 3's kernel compiled for fewer resident
+  // warps and more registers a thread (float32 80 instead of 64, float64
+  // 128 instead of 102). Same bits.
+  bool bench_more_registers = false;
 };
 
 // Enqueues the batch on `stream`: zeroes segment_status, then one kernel.

@@ -13,8 +13,8 @@ namespace sampler::kernels::cuda {
 
 // One kernel over the batch (segment_status already zeroed by the caller).
 // options.pre_cache is ignored: every lane takes its next pair of items as
-// soon as its pair is accepted. options.defer_log_tests picks the loop;
-// options.counters: the instrumented variant.
+// soon as its pair is accepted. options.zig_table_shared picks where the
+// ziggurat table is read from; options.counters: the instrumented variant.
 template <typename T>
 absl::Status LaunchGamma3Kernel(const GammaBatch<T>& batch, cudaStream_t stream,
                                 const GammaLaunchOptions& options);
