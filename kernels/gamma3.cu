@@ -46,11 +46,14 @@
 // attempt (the pair shares nothing), its fast path one float64 multiply and
 // compare.
 //
-// Registers (ptxas -v, sm_90): float32 held to 64 (__launch_bounds__(128,
-// 8): 32 warps per SM) spills ~108 bytes (stores; 54 loads) somewhere in the
-// loop; the bench-only variant with 80 registers (24 warps) measures
-// whether occupancy or the spills matter more. float64: 96 registers, 30
-// bytes of spills, 20 warps.
+// Registers (ptxas -v, sm_90, service variants): float32 held to 64
+// (__launch_bounds__(128, 8): 32 warps per SM) spills 162 bytes (stores;
+// 108 loads; 104 / 52 without Prepare's shape cache, 192 / 118 with
+// GammaPrepare called out of line: the call saves more than it frees); the
+// bench-only variant "gamma_moreregs" takes 78 registers (24 warps) and
+// spills nothing, to measure whether occupancy or the spills matter more.
+// float64: 96 registers, 22 bytes of spills, 20 warps (moreregs: 104, none,
+// 16).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -156,18 +159,31 @@ template <typename T>
 struct PairItem {
   uint64_t seed = 0;
   uint64_t item = 0;
-  GammaShape<T> g;
+  GammaShape<T> g{};  // zero or GammaPrepare(g.shape): Prepare's hint
   T scale = T(1);
   bool log_output = false;
   bool open = false;  // exists and not yet accepted
   T dv = T(0);        // the accepted attempt's d v
 };
 
+// The shape constants of `shape`: `prev`'s when it is the same shape (a
+// group's items, scalar-shape requests), so that GammaPrepare's correctly
+// rounded division and square root run once per change of shape rather
+// than once per item; GammaPrepare is a pure function of the shape, so the
+// bits are the same.
+template <typename T>
+__device__ __forceinline__ GammaShape<T> Prepare(T shape,
+                                                 const GammaShape<T>& prev) {
+  return shape == prev.shape ? prev : GammaPrepare(shape);
+}
+
 // The parameters of batch index `index`; `segment` is a search hint (the
-// lane's indices increase) and is updated.
+// lane's indices increase) and is updated; `prev`: the shape constants of
+// the lane's item loaded last (Prepare).
 template <typename T>
 __device__ void LoadItem(const GammaBatch<T>& b, int64_t index,
-                         int64_t& segment, PairItem<T>& it) {
+                         int64_t& segment, const GammaShape<T>& prev,
+                         PairItem<T>& it) {
   it.open = index < b.total;
   if (!it.open) return;
   const GammaSegment* segs = b.segments;
@@ -179,7 +195,7 @@ __device__ void LoadItem(const GammaBatch<T>& b, int64_t index,
   it.item = seg.first_item + static_cast<uint64_t>(offset);
   it.log_output = (seg.flags & kSegmentLogOutput) != 0;
   if (seg.num_groups == 0) {
-    it.g = GammaPrepare(__ldg(b.shape + seg.param_begin + offset));
+    it.g = Prepare(__ldg(b.shape + seg.param_begin + offset), prev);
     it.scale = (seg.flags & kSegmentUnitScale) != 0
                    ? T(1)
                    : __ldg(b.scale + seg.scale_begin + offset);
@@ -188,7 +204,7 @@ __device__ void LoadItem(const GammaBatch<T>& b, int64_t index,
     const int64_t g = EntryHolding(
         seg.param_begin, seg.param_begin + seg.num_groups - 1, index,
         [groups](int64_t k) { return groups[k].out_begin; });
-    it.g = GammaPrepare(groups[g].shape);
+    it.g = Prepare(groups[g].shape, prev);
     it.scale = groups[g].scale;
   }
 }
@@ -304,23 +320,26 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
     __syncthreads();
     table = copy;
   }
-  const int64_t units = (batch.total + 1) / 2;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  int64_t unit = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  // `first`: the batch index of the pair's first item (pair u = (2u, 2u +
+  // 1)); the pair exists while first < total. The grid stride is recomputed
+  // where it is used rather than held in registers.
+  int64_t first =
+      2 * (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x);
   int64_t segment = 0;
   PairItem<T> a, b;
   uint32_t k = 0;
-  if (unit < units) {
-    LoadItem(batch, 2 * unit, segment, a);
-    LoadItem(batch, 2 * unit + 1, segment, b);
+  if (first < batch.total) {
+    LoadItem(batch, first, segment, b.g, a);  // b.g.shape: 0, no shape's
+    LoadItem(batch, first + 1, segment, a.g, b);
   }
   Tallies tally;
   // The instrumented variant keeps every lane in the loop until its warp is
   // done, so that its votes see all lanes; the service's needs no votes.
-  while (kCount ? __any_sync(kAllLanes, unit < units) : unit < units) {
+  while (kCount ? __any_sync(kAllLanes, first < batch.total)
+                : first < batch.total) {
     GammaTestPath path_a = GammaTestPath::kSqueeze;
     GammaTestPath path_b = GammaTestPath::kSqueeze;
-    if (unit < units) {
+    if (first < batch.total) {
       // One block for both items when they are the contract's pair.
       const bool shared = kFloat && b.open && a.seed == b.seed &&
                           (a.item >> 1) == (b.item >> 1);
@@ -398,23 +417,23 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
           path_b = path;
         }
       }
-      if (a.open) Settle(batch, 2 * unit, k, sa > 0, pa.out, a);
-      if (b.open) Settle(batch, 2 * unit + 1, k, sb > 0, pb.out, b);
+      if (a.open) Settle(batch, first, k, sa > 0, pa.out, a);
+      if (b.open) Settle(batch, first + 1, k, sb > 0, pb.out, b);
       ++k;
       if (!a.open && !b.open) {
-        WriteItem(batch, 2 * unit, a);
-        const bool has_b = 2 * unit + 1 < batch.total;
-        if (has_b) WriteItem(batch, 2 * unit + 1, b);
+        WriteItem(batch, first, a);
+        const bool has_b = first + 1 < batch.total;
+        if (has_b) WriteItem(batch, first + 1, b);
         if constexpr (kCount) {
           tally.items += has_b ? 2 : 1;
           ++tally.pairs;
           tally.blocks += (a.g.boost ? 1 : 0) + (has_b && b.g.boost ? 1 : 0);
         }
-        unit += stride;
+        first += 2 * static_cast<int64_t>(gridDim.x) * kThreads;
         k = 0;
-        if (unit < units) {
-          LoadItem(batch, 2 * unit, segment, a);
-          LoadItem(batch, 2 * unit + 1, segment, b);
+        if (first < batch.total) {
+          LoadItem(batch, first, segment, b.g, a);
+          LoadItem(batch, first + 1, segment, a.g, b);
         }
       }
     }
