@@ -467,15 +467,19 @@ void NcuLaunches(Stager& stager) {
     const GammaBatchBuilder<T> builder = MakeBuilder<T>(cfg, n);
     const DeviceBatch<T> dev = Upload(builder, stager);
     const GammaBatch<T>& batch = dev.view;
-    // The service's kernel, then version 2's (pre-caching on).
-    for (bool v2 : {false, true}) {
+    // The service's kernel, its variant with more registers, then version
+    // 2's (pre-caching on).
+    for (int variant = 0; variant < 3; ++variant) {
       GammaLaunchOptions options;
-      options.bench_v2_kernel = v2;
+      options.bench_more_registers = variant == 1;
+      options.bench_v2_kernel = variant == 2;
       BENCH_CHECK(LaunchGamma(batch, s, options));
       BENCH_CUDA(cudaStreamSynchronize(s));
       std::printf("ncu launch: %s %s %s\n",
                   sizeof(T) == 4 ? "float32" : "float64", cfg.name.c_str(),
-                  v2 ? "gamma_v2" : "gamma");
+                  variant == 0   ? "gamma"
+                  : variant == 1 ? "gamma_moreregs"
+                                 : "gamma_v2");
     }
   }
 }
