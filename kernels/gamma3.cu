@@ -34,13 +34,15 @@
 //   Philox4x32-10 for the pair: ~64 (shared by two attempts)
 //   two fast passes (LOP, LDG.64, SHF, ISETP, I2F, FMUL, sign): ~2 x 10
 //   two squeezes (fma, near/far cubic, z^4, compare): ~2 x 14
-//   slow ziggurat pass, ~0.85 executions x ~130 (block + float64 exp): ~110
+//   slow ziggurat pass, ~0.85 executions x ~90 (an auxiliary Philox block,
+//     the wedge decided by __expf with a proven margin, FastWedgeTest;
+//     ~130 with the float64 exponential every time): ~75
 //   logarithmic test, ~1.1 executions x ~40: ~45
 //   bookkeeping (pair done? item loads, writes; ~0.5 pair per iteration):
 //   ~30
-// about 300 per iteration for ~1.8 samples (two slots, ~90% busy): ~165
+// about 270 per iteration for ~1.8 samples (two slots, ~90% busy): ~150
 // thread instructions per sample against version 2's 285 (shape 10) to 425
-// (shape 0.3), i.e. about 1.7x at shape 10 if the issue rate holds; shapes
+// (shape 0.3), i.e. about 1.9x at shape 10 if the issue rate holds; shapes
 // below 1 add the boost (a block, two logs, a division, an exp: ~150 per
 // sample, about as in version 2). Float64 runs one block per item and
 // attempt (the pair shares nothing), its fast path one float64 multiply and
