@@ -330,23 +330,26 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
   // "gamma": the service's kernel (table through the read-only cache);
   // "gamma_shared": the same with its table in shared memory; "gamma_moreregs":
   // the same with more registers and fewer warps (float32 80 / 24, float64
-  // 128 / 16); "gamma_v2": version 2's, with and without pre-caching.
+  // 128 / 16); "gamma_fasth": the logarithmic test pre-decided without the
+  // exact h; "gamma_v2": version 2's, with and without pre-caching.
   struct Kernel {
     const char* name;
-    bool v2, pre_cache, shared_table, more_registers;
+    bool v2, pre_cache, shared_table, more_registers, fast_h;
   };
   for (const Kernel& kernel :
-       {Kernel{"gamma", false, true, false, false},
-        Kernel{"gamma_shared", false, true, true, false},
-        Kernel{"gamma_moreregs", false, true, false, true},
-        Kernel{"gamma_v2", true, true, false, false},
-        Kernel{"gamma_v2", true, false, false, false}}) {
+       {Kernel{"gamma", false, true, false, false, false},
+        Kernel{"gamma_shared", false, true, true, false, false},
+        Kernel{"gamma_moreregs", false, true, false, true, false},
+        Kernel{"gamma_fasth", false, true, false, false, true},
+        Kernel{"gamma_v2", true, true, false, false, false},
+        Kernel{"gamma_v2", true, false, false, false, false}}) {
     const bool pre_cache = kernel.pre_cache;
     GammaLaunchOptions options;
     options.pre_cache = pre_cache;
     options.bench_v2_kernel = kernel.v2;
     options.zig_table_shared = kernel.shared_table;
     options.bench_more_registers = kernel.more_registers;
+    options.bench_fast_h = kernel.fast_h;
     for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
     std::vector<double> times;
     for (int i = 0; i < reps; ++i) {
@@ -396,7 +399,8 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
     row.pre_cache = pre_cache;
     // The service launches version 3's kernel with its table in global
     // memory (pre_cache does not apply to it).
-    row.service = !kernel.v2 && !kernel.shared_table && !kernel.more_registers;
+    row.service = !kernel.v2 && !kernel.shared_table &&
+                  !kernel.more_registers && !kernel.fast_h;
     row.ms = Median(times);
     row.gsps = n / (row.ms * 1e-3) / 1e9;
     if (cfg.shape > 0) {

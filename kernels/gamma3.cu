@@ -292,6 +292,43 @@ __device__ __forceinline__ GammaPending<T> Pick(bool first,
                          first ? x.near : y.near};
 }
 
+// The logarithmic test log(ua) < h decided, where provably safe, without
+// the exact path's h (the series or the deterministic log of GammaLogTest):
+// both sides estimated with the hardware's __logf, in float for both
+// precisions. +1 accept, -1 reject, 0 undecided (GammaLogTest decides).
+// A bench variant (GammaLaunchOptions::bench_fast_h) until measured.
+//
+// Why it is exact. Both paths start from the same t (near: 1 + t = v) or v
+// (far), z2 and d. Exact path: e_x = Log1pMinusId(t) (near; within a few
+// float ulps of e, relative: well inside 2^-20 (|t| + |e_x|)) or
+// detmath::Log(v) - t (far; 2.1 ulps of log v, one rounding);
+// h_x = fma(d, e_x, z2 / 2). Here e = __logf(float(1 + t) or float(v)) - t:
+// __logf is within 2^-21.41 absolute on [0.5, 2], 3 ulps elsewhere, the
+// conversions and 1 + t add 2^-24 relative, so |e - e_x| < 2^-19 (1 + |t| +
+// |e|) (|log v| <= |t| + |e|); h = d e + z2 / 2 in float, so |h - h_x| <
+// d 2^-18 (1 + |t| + |e|) + 2^-22 (1 + |h|) (roundings of the products and
+// sums, the conversions of d and z2 in float64 too). The log side is
+// FastLogTest's: |__logf(ua) - detmath::Log(ua)| < 2^-19 (1 + |l|). The
+// margin takes each bound 32 times. NaN or infinite terms (v underflowing
+// in float, huge d) make the margin infinite or the comparisons false:
+// undecided.
+template <typename T>
+__device__ __forceinline__ int FastHTest(T d, const GammaPending<T>& p, T ua) {
+  const float t = static_cast<float>(p.t);
+  const float arg = p.near ? 1.0f + t : static_cast<float>(p.v);
+  const float e = __logf(arg) - t;
+  const float df = static_cast<float>(d);
+  const float h = df * e + static_cast<float>(p.z2) * 0.5f;
+  const float l = __logf(static_cast<float>(ua));
+  const float margin = 0x1p-14f * (1.0f + fabsf(l)) +
+                       df * (0x1p-13f * (1.0f + fabsf(t) + fabsf(e))) +
+                       0x1p-17f * (1.0f + fabsf(h));
+  const float gap = l - h;
+  if (gap < -margin) return 1;
+  if (gap > margin) return -1;
+  return 0;
+}
+
 // How attempt k of an item ended: accepted (dv set), or not (on the cap:
 // NaN and the segment flagged, as the CPU's loop).
 template <typename T>
@@ -308,7 +345,8 @@ __device__ __forceinline__ void Settle(const GammaBatch<T>& b, int64_t index,
   }
 }
 
-template <typename T, bool kCount, bool kShared, bool kMoreRegisters>
+template <typename T, bool kCount, bool kShared, bool kMoreRegisters,
+          bool kFastH>
 __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
     Gamma3Kernel(const GammaBatch<T> batch, GammaCounters* counters) {
   using Entry = typename FastTable<T>::Entry;
@@ -406,9 +444,13 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
         GammaShape<T> g;  // GammaLogTest reads d only
         g.d = on_a ? a.g.d : b.g.d;
         GammaTestPath path = GammaTestPath::kFastLog;
+        const GammaPending<T> p = Pick(on_a, pa, pb);
+        const T ua = on_a ? ua_a : ua_b;
+        int decided = 0;
+        if constexpr (kFastH) decided = FastHTest(g.d, p, ua);
         const bool accept =
-            GammaLogTest(g, Pick(on_a, pa, pb), on_a ? ua_a : ua_b,
-                         kCount ? &path : nullptr);
+            decided != 0 ? decided > 0
+                         : GammaLogTest(g, p, ua, kCount ? &path : nullptr);
         if (on_a) {
           log_a = false;
           sa = accept ? 1 : -1;
@@ -457,10 +499,11 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
   if constexpr (kCount) AddTallies(tally, counters);
 }
 
-template <typename T, bool kCount, bool kShared, bool kMoreRegisters>
+template <typename T, bool kCount, bool kShared, bool kMoreRegisters,
+          bool kFastH = false>
 absl::Status Run(const GammaBatch<T>& batch, cudaStream_t stream,
                  const GammaLaunchOptions& options) {
-  const auto kernel = Gamma3Kernel<T, kCount, kShared, kMoreRegisters>;
+  const auto kernel = Gamma3Kernel<T, kCount, kShared, kMoreRegisters, kFastH>;
   int device = 0, sms = 0, resident = 0;
   SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   SAMPLER_CUDA_RETURN_IF_ERROR(
@@ -480,8 +523,9 @@ absl::Status Run(const GammaBatch<T>& batch, cudaStream_t stream,
   return absl::OkStatus();
 }
 
-// The variant `options` asks for: the table in shared memory, or more
-// registers (benchmark comparisons; the service runs neither).
+// The variant `options` asks for: the table in shared memory, more
+// registers, or the logarithmic test pre-decided without the exact h
+// (benchmark comparisons; the service runs none of them).
 template <typename T, bool kCount>
 absl::Status RunVariant(const GammaBatch<T>& batch, cudaStream_t stream,
                         const GammaLaunchOptions& options) {
@@ -490,6 +534,9 @@ absl::Status RunVariant(const GammaBatch<T>& batch, cudaStream_t stream,
   }
   if (options.bench_more_registers) {
     return Run<T, kCount, false, true>(batch, stream, options);
+  }
+  if (options.bench_fast_h) {
+    return Run<T, kCount, false, false, true>(batch, stream, options);
   }
   return Run<T, kCount, false, false>(batch, stream, options);
 }

@@ -76,6 +76,7 @@ struct Variant {
   int max_blocks;
   bool zig_table_shared = false;
   bool more_registers = false;
+  bool fast_h = false;
 };
 constexpr Variant kVariants[] = {
     {"default", true, false, 0},
@@ -87,6 +88,9 @@ constexpr Variant kVariants[] = {
     {"ziggurat table in shared memory, instrumented, tiny grid", true, true, 2,
      true},
     {"more registers", true, false, 0, false, true},
+    {"logarithmic test pre-decided", true, false, 0, false, false, true},
+    {"logarithmic test pre-decided, instrumented, tiny grid", true, true, 2,
+     false, false, true},
 };
 
 // Runs the builder's batch through the staging pipeline with `variant` and
@@ -118,6 +122,7 @@ void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
         options.max_blocks = variant.max_blocks;
         options.zig_table_shared = variant.zig_table_shared;
         options.bench_more_registers = variant.more_registers;
+        options.bench_fast_h = variant.fast_h;
         options.counters =
             variant.count
                 ? reinterpret_cast<GammaCounters*>(region + counters_at)

@@ -142,6 +142,10 @@ struct GammaLaunchOptions {
   // warps and more registers a thread (float32 80 instead of 64, float64
   // 128 instead of 102). Same bits.
   bool bench_more_registers = false;
+  // Bench only: contract version 3's kernel decides the logarithmic test
+  // from hardware-log estimates of both sides with a proven margin before
+  // computing the exact side (gamma3.cu's FastHTest). Same bits.
+  bool bench_fast_h = false;
 };
 
 // Enqueues the batch on `stream`: zeroes segment_status, then one kernel.
