@@ -331,7 +331,8 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
   // "gamma_shared": the same with its table in shared memory; "gamma_moreregs":
   // the same with more registers and fewer warps (float32 80 / 24, float64
   // 128 / 16); "gamma_fasth": the logarithmic test pre-decided without the
-  // exact h; "gamma_v2": version 2's, with and without pre-caching.
+  // exact h; "gamma_moreregs_fasth": both; "gamma_v2": version 2's, with
+  // and without pre-caching.
   struct Kernel {
     const char* name;
     bool v2, pre_cache, shared_table, more_registers, fast_h;
@@ -341,6 +342,7 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
         Kernel{"gamma_shared", false, true, true, false, false},
         Kernel{"gamma_moreregs", false, true, false, true, false},
         Kernel{"gamma_fasth", false, true, false, false, true},
+        Kernel{"gamma_moreregs_fasth", false, true, false, true, true},
         Kernel{"gamma_v2", true, true, false, false, false},
         Kernel{"gamma_v2", true, false, false, false, false}}) {
     const bool pre_cache = kernel.pre_cache;

@@ -523,8 +523,8 @@ absl::Status Run(const GammaBatch<T>& batch, cudaStream_t stream,
   return absl::OkStatus();
 }
 
-// The variant `options` asks for: the table in shared memory, more
-// registers, or the logarithmic test pre-decided without the exact h
+// The variant `options` asks for: the table in shared memory, or more
+// registers and / or the logarithmic test pre-decided without the exact h
 // (benchmark comparisons; the service runs none of them).
 template <typename T, bool kCount>
 absl::Status RunVariant(const GammaBatch<T>& batch, cudaStream_t stream,
@@ -533,7 +533,9 @@ absl::Status RunVariant(const GammaBatch<T>& batch, cudaStream_t stream,
     return Run<T, kCount, true, false>(batch, stream, options);
   }
   if (options.bench_more_registers) {
-    return Run<T, kCount, false, true>(batch, stream, options);
+    return options.bench_fast_h
+               ? Run<T, kCount, false, true, true>(batch, stream, options)
+               : Run<T, kCount, false, true, false>(batch, stream, options);
   }
   if (options.bench_fast_h) {
     return Run<T, kCount, false, false, true>(batch, stream, options);

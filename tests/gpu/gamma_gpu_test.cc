@@ -91,6 +91,8 @@ constexpr Variant kVariants[] = {
     {"logarithmic test pre-decided", true, false, 0, false, false, true},
     {"logarithmic test pre-decided, instrumented, tiny grid", true, true, 2,
      false, false, true},
+    {"more registers, logarithmic test pre-decided", true, false, 0, false,
+     true, true},
 };
 
 // Runs the builder's batch through the staging pipeline with `variant` and
