@@ -309,13 +309,20 @@ if want gamma; then
   summary "gamma bench: rc=$? $(grep -E 'Gsamples/s' "$work/gamma_bench.log" \
     | sed -E 's/ +/ /g; s/ ms / /; s/\|.*//' | tr '\n' ';')"
   if command -v ncu > /dev/null; then
-    timeout 240 ncu --clock-control none --section SpeedOfLight \
+    # The service's float32 kernel only (mangled name: no instrumentation,
+    # global table, 80 registers, FastHTest), with per-SASS-instruction
+    # counts (the source page) to see where the instructions go.
+    timeout 240 ncu --clock-control none --kernel-name-base mangled \
+      -k regex:Gamma3KernelIfLb0ELb0ELb1ELb1E --section SpeedOfLight \
       --section Occupancy --section LaunchStats --section InstructionStats \
       --section ComputeWorkloadAnalysis --section WarpStateStats \
-      -k "regex:Gamma3Kernel|RejectionKernel" ./gamma_bench --ncu \
-      > "$work/gamma_ncu.log" 2>&1
-    summary "gamma ncu: rc=$? $(grep -E 'Gamma3Kernel|RejectionKernel|Registers Per Thread|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Executed Instructions  ' \
+      --section SchedulerStats --section SourceCounters --import-source yes \
+      -o "$work/gamma3" ./gamma_bench --ncu > "$work/gamma_ncu.log" 2>&1
+    summary "gamma ncu: rc=$? $(grep -E 'Gamma3Kernel|Registers Per Thread|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Executed Instructions  ' \
       "$work/gamma_ncu.log" | sed -E 's/ +/ /g' | cut -c1-90 | tr '\n' ';')"
+    ncu -i "$work/gamma3.ncu-rep" --page source --csv --print-source sass \
+      > "$work/gamma3_sass.csv" 2> "$work/gamma3_sass.err"
+    summary "gamma sass page: rc=$? $(wc -l < "$work/gamma3_sass.csv") lines"
   fi
 fi
 

@@ -48,14 +48,17 @@
 // attempt (the pair shares nothing), its fast path one float64 multiply and
 // compare.
 //
-// Registers (ptxas -v, sm_90, service variants): float32 held to 64
-// (__launch_bounds__(128, 8): 32 warps per SM) spills 162 bytes (stores;
-// 108 loads; 104 / 52 without Prepare's shape cache, 192 / 118 with
-// GammaPrepare called out of line: the call saves more than it frees); the
-// bench-only variant "gamma_moreregs" takes 78 registers (24 warps) and
-// spills nothing, to measure whether occupancy or the spills matter more.
-// float64: 96 registers, 22 bytes of spills, 20 warps (moreregs: 104, none,
-// 16).
+// Registers (ptxas -v, sm_90). float32: the service's build takes 78-80
+// (__launch_bounds__(128, 6): 24 warps an SM) with little or no spilling;
+// held to 64 (32 warps, GammaLaunchOptions::bench_max_warps) ptxas spills
+// ~160 bytes, and the mid-session H100 run (2026-11-26) measured that
+// build 1.08-1.36x slower at shapes >= 1. float64: 96-104 (16-20 warps).
+//
+// Mid-session H100 run, float32 G samples/s at shapes 0.3 / 1 / 2.5 / 10 /
+// U(0.1, 10): 64 registers, exact h first 32.8 / 34.7 / 39.6 / 42.3 / 30.9;
+// 80 registers and FastHTest 42.3 / 50.8 / 57.9 / 62.8 / 41.6; version 2's
+// best 39.4 / 47.4 / 52.5 / 61.6 / 37.9; torch 51.1 / 63.5 / 73.5 / 82.0 /
+// 50.5.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -80,11 +83,11 @@ constexpr unsigned kAllLanes = 0xffffffffu;
 constexpr int kThreads = 128;
 
 // Blocks per SM the register bound is set for (128-thread blocks): the
-// service's float32 64 registers (8 blocks, 32 warps an SM), float64 102
-// (5 blocks, 20 warps: version 2's double kernel's occupancy); with
-// GammaLaunchOptions::bench_more_registers (the benchmark's comparison)
-// float32 80 (6 blocks, 24 warps: ptxas spills ~100 bytes at 64), float64
-// 128 (4 blocks, 16 warps).
+// service's float32 80 registers (6 blocks, 24 warps an SM), float64 128
+// (4 blocks, 16 warps); with GammaLaunchOptions::bench_max_warps (the
+// benchmark's comparison) float32 64 (8 blocks, 32 warps: ptxas spills
+// ~160 bytes), float64 102 (5 blocks, 20 warps). The mid-session H100 run
+// measured 80 registers 1.08-1.36x faster than 64 at float32 shapes >= 1.
 template <typename T>
 constexpr int MinBlocks(bool more_registers) {
   if (std::is_same_v<T, float>) return more_registers ? 6 : 8;
@@ -181,13 +184,15 @@ __device__ __forceinline__ GammaShape<T> Prepare(T shape,
 
 // The parameters of batch index `index`; `segment` is a search hint (the
 // lane's indices increase) and is updated; `prev`: the shape constants of
-// the lane's item loaded last (Prepare).
+// the lane's item loaded last (Prepare). Returns the first batch index past
+// `index` whose parameters may differ: its group's end in a grouped
+// segment, else index + 1.
 template <typename T>
-__device__ void LoadItem(const GammaBatch<T>& b, int64_t index,
-                         int64_t& segment, const GammaShape<T>& prev,
-                         PairItem<T>& it) {
+__device__ int64_t LoadItem(const GammaBatch<T>& b, int64_t index,
+                            int64_t& segment, const GammaShape<T>& prev,
+                            PairItem<T>& it) {
   it.open = index < b.total;
-  if (!it.open) return;
+  if (!it.open) return index + 1;
   const GammaSegment* segs = b.segments;
   segment = EntryHolding(segment, b.num_segments - 1, index,
                          [segs](int64_t k) { return segs[k].out_begin; });
@@ -201,18 +206,40 @@ __device__ void LoadItem(const GammaBatch<T>& b, int64_t index,
     it.scale = (seg.flags & kSegmentUnitScale) != 0
                    ? T(1)
                    : __ldg(b.scale + seg.scale_begin + offset);
+    return index + 1;
+  }
+  const GammaGroupParams<T>* groups = b.groups;
+  const int64_t last = seg.param_begin + seg.num_groups - 1;
+  const int64_t g =
+      EntryHolding(seg.param_begin, last, index,
+                   [groups](int64_t k) { return groups[k].out_begin; });
+  it.g = Prepare(groups[g].shape, prev);
+  it.scale = groups[g].scale;
+  return g < last ? groups[g + 1].out_begin : seg.out_begin + seg.count;
+}
+
+// The lane's pair at batch indices first and first + 1. When both lie in one
+// group (the common case) the second is the first's next contract item with
+// the same parameters, and its lookups are skipped.
+template <typename T>
+__device__ __forceinline__ void LoadPair(const GammaBatch<T>& batch,
+                                         int64_t first, int64_t& segment,
+                                         PairItem<T>& a, PairItem<T>& b) {
+  const int64_t same_until = LoadItem(batch, first, segment, b.g, a);
+  if (first + 1 < same_until) {
+    b.seed = a.seed;
+    b.item = a.item + 1;
+    b.g = a.g;
+    b.scale = a.scale;
+    b.log_output = a.log_output;
+    b.open = true;
   } else {
-    const GammaGroupParams<T>* groups = b.groups;
-    const int64_t g = EntryHolding(
-        seg.param_begin, seg.param_begin + seg.num_groups - 1, index,
-        [groups](int64_t k) { return groups[k].out_begin; });
-    it.g = Prepare(groups[g].shape, prev);
-    it.scale = groups[g].scale;
+    LoadItem(batch, first + 1, segment, a.g, b);
   }
 }
 
 // The output of an accepted item (the boost block read here, once per item,
-// for shapes below 1).
+// for shapes below 1: WritePair runs it once for both items).
 template <typename T>
 __device__ __forceinline__ void WriteItem(const GammaBatch<T>& b, int64_t index,
                                           const PairItem<T>& it) {
@@ -222,6 +249,44 @@ __device__ __forceinline__ void WriteItem(const GammaBatch<T>& b, int64_t index,
   }
   const T log_scale = it.log_output ? detmath::Log(it.scale) : T(0);
   b.out[index] = GammaOutput(it.g, x, it.scale, log_scale, it.log_output);
+}
+
+template <typename T>
+__device__ __forceinline__ GammaShape<T> PickShape(bool first,
+                                                   const GammaShape<T>& x,
+                                                   const GammaShape<T>& y) {
+  return GammaShape<T>{first ? x.shape : y.shape, first ? x.d : y.d,
+                       first ? x.c : y.c, first ? x.boost : y.boost};
+}
+
+// The outputs of a finished pair. Items below shape 1 (the boost: a Philox
+// block, two logarithms, a division, an exponential) go through one code
+// path for both items, like the rare paths of the loop: with per-element
+// shapes a warp meets a boosted item in most pair ends, and two copies would
+// both run.
+template <typename T>
+__device__ __forceinline__ void WritePair(const GammaBatch<T>& batch,
+                                          int64_t first, const PairItem<T>& a,
+                                          const PairItem<T>& b, bool has_b) {
+  bool boost_a = a.g.boost, boost_b = has_b && b.g.boost;
+  if (!boost_a) WriteItem(batch, first, a);
+  if (has_b && !boost_b) WriteItem(batch, first + 1, b);
+  while (boost_a || boost_b) {
+    const bool on_a = boost_a;
+    PairItem<T> it;
+    it.seed = on_a ? a.seed : b.seed;
+    it.item = on_a ? a.item : b.item;
+    it.g = PickShape(on_a, a.g, b.g);
+    it.scale = on_a ? a.scale : b.scale;
+    it.log_output = on_a ? a.log_output : b.log_output;
+    it.dv = on_a ? a.dv : b.dv;
+    WriteItem(batch, on_a ? first : first + 1, it);
+    if (on_a) {
+      boost_a = false;
+    } else {
+      boost_b = false;
+    }
+  }
 }
 
 // The segment of `index` flagged: an item hit the attempt cap (never
@@ -296,7 +361,8 @@ __device__ __forceinline__ GammaPending<T> Pick(bool first,
 // the exact path's h (the series or the deterministic log of GammaLogTest):
 // both sides estimated with the hardware's __logf, in float for both
 // precisions. +1 accept, -1 reject, 0 undecided (GammaLogTest decides).
-// A bench variant (GammaLaunchOptions::bench_fast_h) until measured.
+// The service's (GammaLaunchOptions::bench_exact_h turns it off): the
+// mid-session H100 run measured it 1.07-1.25x faster in float32.
 //
 // Why it is exact. Both paths start from the same t (near: 1 + t = v) or v
 // (far), z2 and d. Exact path: e_x = Log1pMinusId(t) (near; within a few
@@ -369,8 +435,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
   PairItem<T> a, b;
   uint32_t k = 0;
   if (first < batch.total) {
-    LoadItem(batch, first, segment, b.g, a);  // b.g.shape: 0, no shape's
-    LoadItem(batch, first + 1, segment, a.g, b);
+    LoadPair(batch, first, segment, a, b);  // b.g.shape: 0, no shape's
   }
   Tallies tally;
   // The instrumented variant keeps every lane in the loop until its warp is
@@ -465,9 +530,8 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
       if (b.open) Settle(batch, first + 1, k, sb > 0, pb.out, b);
       ++k;
       if (!a.open && !b.open) {
-        WriteItem(batch, first, a);
         const bool has_b = first + 1 < batch.total;
-        if (has_b) WriteItem(batch, first + 1, b);
+        WritePair(batch, first, a, b, has_b);
         if constexpr (kCount) {
           tally.items += has_b ? 2 : 1;
           ++tally.pairs;
@@ -476,8 +540,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
         first += 2 * static_cast<int64_t>(gridDim.x) * kThreads;
         k = 0;
         if (first < batch.total) {
-          LoadItem(batch, first, segment, b.g, a);
-          LoadItem(batch, first + 1, segment, a.g, b);
+          LoadPair(batch, first, segment, a, b);
         }
       }
     }
@@ -523,24 +586,25 @@ absl::Status Run(const GammaBatch<T>& batch, cudaStream_t stream,
   return absl::OkStatus();
 }
 
-// The variant `options` asks for: the table in shared memory, or more
-// registers and / or the logarithmic test pre-decided without the exact h
-// (benchmark comparisons; the service runs none of them).
+// The variant `options` asks for: the service's (80 registers, the
+// logarithmic test pre-decided by FastHTest) unless a benchmark comparison
+// asks for the table in shared memory, the 64-register build and / or the
+// exact h first.
 template <typename T, bool kCount>
 absl::Status RunVariant(const GammaBatch<T>& batch, cudaStream_t stream,
                         const GammaLaunchOptions& options) {
   if (options.zig_table_shared) {
-    return Run<T, kCount, true, false>(batch, stream, options);
+    return Run<T, kCount, true, true, true>(batch, stream, options);
   }
-  if (options.bench_more_registers) {
-    return options.bench_fast_h
-               ? Run<T, kCount, false, true, true>(batch, stream, options)
-               : Run<T, kCount, false, true, false>(batch, stream, options);
+  if (options.bench_max_warps) {
+    return options.bench_exact_h
+               ? Run<T, kCount, false, false, false>(batch, stream, options)
+               : Run<T, kCount, false, false, true>(batch, stream, options);
   }
-  if (options.bench_fast_h) {
-    return Run<T, kCount, false, false, true>(batch, stream, options);
+  if (options.bench_exact_h) {
+    return Run<T, kCount, false, true, false>(batch, stream, options);
   }
-  return Run<T, kCount, false, false>(batch, stream, options);
+  return Run<T, kCount, false, true, true>(batch, stream, options);
 }
 
 }  // namespace

@@ -75,8 +75,8 @@ struct Variant {
   bool count;
   int max_blocks;
   bool zig_table_shared = false;
-  bool more_registers = false;
-  bool fast_h = false;
+  bool max_warps = false;
+  bool exact_h = false;
 };
 constexpr Variant kVariants[] = {
     {"default", true, false, 0},
@@ -87,12 +87,11 @@ constexpr Variant kVariants[] = {
     {"ziggurat table in shared memory", true, false, 0, true},
     {"ziggurat table in shared memory, instrumented, tiny grid", true, true, 2,
      true},
-    {"more registers", true, false, 0, false, true},
-    {"logarithmic test pre-decided", true, false, 0, false, false, true},
-    {"logarithmic test pre-decided, instrumented, tiny grid", true, true, 2,
-     false, false, true},
-    {"more registers, logarithmic test pre-decided", true, false, 0, false,
-     true, true},
+    {"max warps", true, false, 0, false, true},
+    {"exact h first", true, false, 0, false, false, true},
+    {"exact h first, instrumented, tiny grid", true, true, 2, false, false,
+     true},
+    {"max warps, exact h first", true, false, 0, false, true, true},
 };
 
 // Runs the builder's batch through the staging pipeline with `variant` and
@@ -123,8 +122,8 @@ void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
         options.pre_cache = variant.pre_cache;
         options.max_blocks = variant.max_blocks;
         options.zig_table_shared = variant.zig_table_shared;
-        options.bench_more_registers = variant.more_registers;
-        options.bench_fast_h = variant.fast_h;
+        options.bench_max_warps = variant.max_warps;
+        options.bench_exact_h = variant.exact_h;
         options.counters =
             variant.count
                 ? reinterpret_cast<GammaCounters*>(region + counters_at)

@@ -138,14 +138,15 @@ struct GammaLaunchOptions {
   // cache; true: a block-wide shared-memory copy. The bits are the same;
   // gamma_bench measures both.
   bool zig_table_shared = false;
-  // Bench only: contract version 3's kernel compiled for fewer resident
-  // warps and more registers a thread (float32 80 instead of 64, float64
-  // 128 instead of 102). Same bits.
-  bool bench_more_registers = false;
-  // Bench only: contract version 3's kernel decides the logarithmic test
-  // from hardware-log estimates of both sides with a proven margin before
-  // computing the exact side (gamma3.cu's FastHTest). Same bits.
-  bool bench_fast_h = false;
+  // Bench only: contract version 3's kernel compiled for more resident warps
+  // and fewer registers a thread (float32 64 instead of 80, float64 102
+  // instead of 128). Same bits.
+  bool bench_max_warps = false;
+  // Bench only: contract version 3's kernel computes the exact side of the
+  // logarithmic test whenever the squeeze leaves it open, without the
+  // service's pre-decision from hardware-log estimates (gamma3.cu's
+  // FastHTest). Same bits.
+  bool bench_exact_h = false;
 };
 
 // Enqueues the batch on `stream`: zeroes segment_status, then one kernel.
