@@ -31,22 +31,18 @@
 //
 // Predicted work per float32 warp iteration (SASS-level instruction counts
 // per lane, from the version-2 profile in bench/results/gamma-kernel.md):
-//   Philox4x32-10 for the pair: ~64 (shared by two attempts)
-//   two fast passes (LOP, LDG.64, SHF, ISETP, I2F, FMUL, sign): ~2 x 10
-//   two squeezes (fma, near/far cubic, z^4, compare): ~2 x 14
-//   slow ziggurat pass, ~0.85 executions x ~90 (an auxiliary Philox block,
-//     the wedge decided by __expf with a proven margin, FastWedgeTest;
-//     ~130 with the float64 exponential every time): ~75
-//   logarithmic test, ~1.1 executions x ~40: ~45
-//   bookkeeping (pair done? item loads, writes; ~0.5 pair per iteration):
-//   ~30
-// about 270 per iteration for ~1.8 samples (two slots, ~90% busy): ~150
-// thread instructions per sample against version 2's 285 (shape 10) to 425
-// (shape 0.3), i.e. about 1.9x at shape 10 if the issue rate holds; shapes
-// below 1 add the boost (a block, two logs, a division, an exp: ~150 per
-// sample, about as in version 2). Float64 runs one block per item and
-// attempt (the pair shares nothing), its fast path one float64 multiply and
-// compare.
+// Philox 64, two fast passes 20, slow pass ~75, two squeezes 28, the
+// logarithmic test ~45, bookkeeping ~30: ~270 for ~1.8 samples, ~150 a
+// sample, about 1.9x version 2 at shape 10.
+// Measured (ncu, H100, 2^22 outputs, the 80-register FastHTest build of
+// commit ff68f10; per-SASS counts in
+// bench/results/gamma-v3-h100-2026-11-26.md): 535 warp instructions per loop
+// iteration at shape 10, 9.5 per sample (version 2: 10.5), 20.4 active lanes
+// per instruction: Philox 17%, pair loading 16% (the segment and group lookups:
+// now skipped while a pair stays in the lane's group), slow ziggurat passes 15%
+// (2 active lanes), fast passes and squeezes 15%, logarithmic test 10%, outputs
+// 8%, branching 10%. Shape 0.3: outputs (the boost) 48%. U(0.1, 10): outputs
+// 33%, pair loading 20% (per-element: looked up per item).
 //
 // Registers (ptxas -v, sm_90). float32: the service's build takes 78-80
 // (__launch_bounds__(128, 6): 24 warps an SM) with little or no spilling;
@@ -218,15 +214,27 @@ __device__ int64_t LoadItem(const GammaBatch<T>& b, int64_t index,
   return g < last ? groups[g + 1].out_begin : seg.out_begin + seg.count;
 }
 
-// The lane's pair at batch indices first and first + 1. When both lie in one
-// group (the common case) the second is the first's next contract item with
-// the same parameters, and its lookups are skipped.
+// The lane's pair at batch indices first and first + 1. `group_end` and
+// `item_base` remember the group of the lane's last full lookup (batch
+// indices below group_end share a's seed and parameters; item = item_base +
+// index, modulo 2^64): while a pair lies inside it, no segment or group is
+// looked up at all (the profile of the first version: ~90 of ~535 warp
+// instructions per loop iteration went to these lookups). When only the
+// first item lies in a group, the second is looked up on its own.
 template <typename T>
 __device__ __forceinline__ void LoadPair(const GammaBatch<T>& batch,
                                          int64_t first, int64_t& segment,
-                                         PairItem<T>& a, PairItem<T>& b) {
-  const int64_t same_until = LoadItem(batch, first, segment, b.g, a);
-  if (first + 1 < same_until) {
+                                         int64_t& group_end,
+                                         uint64_t& item_base, PairItem<T>& a,
+                                         PairItem<T>& b) {
+  if (first + 1 < group_end) {  // a keeps the group's seed and parameters
+    a.item = item_base + static_cast<uint64_t>(first);
+    a.open = true;
+  } else {
+    group_end = LoadItem(batch, first, segment, b.g, a);
+    item_base = a.item - static_cast<uint64_t>(first);
+  }
+  if (first + 1 < group_end) {
     b.seed = a.seed;
     b.item = a.item + 1;
     b.g = a.g;
@@ -432,10 +440,13 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
   int64_t first =
       2 * (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x);
   int64_t segment = 0;
+  int64_t group_end = 0;  // LoadPair's group: none yet
+  uint64_t item_base = 0;
   PairItem<T> a, b;
   uint32_t k = 0;
   if (first < batch.total) {
-    LoadPair(batch, first, segment, a, b);  // b.g.shape: 0, no shape's
+    // b.g.shape is 0, no shape's (Prepare's hint).
+    LoadPair(batch, first, segment, group_end, item_base, a, b);
   }
   Tallies tally;
   // The instrumented variant keeps every lane in the loop until its warp is
@@ -540,7 +551,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<T>(kMoreRegisters))
         first += 2 * static_cast<int64_t>(gridDim.x) * kThreads;
         k = 0;
         if (first < batch.total) {
-          LoadPair(batch, first, segment, a, b);
+          LoadPair(batch, first, segment, group_end, item_base, a, b);
         }
       }
     }
