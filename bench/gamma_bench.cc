@@ -1,16 +1,8 @@
-// Benchmark of the CUDA gamma kernel the service runs (contract version 3,
-// kernels/gamma3.cu, rows "gamma": its ziggurat table read through the
-// read-only cache; "gamma_shared": the same kernel with the table in shared
-// memory, same bits; "gamma_moreregs": with more registers and fewer
-// resident warps, same bits), beside contract version 2's kernel
-// (kernels/gamma.cu, rows "gamma_v2", with and without warp-aware pre-caching;
-// a bench-only path, GammaLaunchOptions::bench_v2_kernel): throughput of scalar
-// shapes 0.3, 1, 2.5, 10 (one group) and per-element shapes U(0.1, 10), float32
-// and float64; and the warp efficiency of the rejection loop, measured by
-// the instrumented variants against the model of gamma-rejection-on-gpus.txt
-// (the model describes gamma_v2's loop; the version-3 kernel counts two
-// attempt slots per lane and iteration, one per item of its pair, and
-// "calls" are pairs).
+// Benchmark of the CUDA gamma kernel (kernels/gamma.cu): throughput of
+// scalar shapes 0.3, 1, 2.5, 10 (one group) and per-element shapes
+// U(0.1, 10), float32 and float64, with and without warp-aware pre-caching;
+// and the warp efficiency of the rejection loop, measured by the kernel's
+// instrumented variant against the model of gamma-rejection-on-gpus.txt.
 //
 // Timings are medians of CUDA-event times of whole launches on outputs far
 // larger than the L2 cache. The benchmark reports; it asserts nothing.
@@ -56,12 +48,6 @@ using kernels::cuda::Stager;
 using kernels::cuda::StagingPlan;
 
 constexpr int kWarp = 32;
-
-// The probability that a ziggurat pass of contract version 3 gives a
-// normal (does not fail its wedge): the curve's area over the ziggurat's,
-// sqrt(pi / 2) / (128 v), v = the layers' area (ziggurat_tables.h).
-const double kZigguratPass =
-    std::sqrt(3.14159265358979323846 / 2) / (128 * 9.912563035336461079e-3);
 
 #define BENCH_CHECK(expr)                                     \
   do {                                                        \
@@ -265,9 +251,9 @@ struct Config {
 };
 
 struct Row {
-  std::string precision, config, kernel;
+  std::string precision, config;
   bool pre_cache;
-  bool service;  // the variant the service launches
+  bool service;  // the variant the service launches (PreCachePays)
   double ms, gsps;
   GammaCounters counters;
   double p_model, iters_model, eff_model;
@@ -333,32 +319,9 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
   double p_model = 0;
   if (cfg.shape > 0) p_model = AcceptProbability(cfg.shape);
 
-  // "gamma": the service's kernel (table through the read-only cache, 80
-  // registers in float32, the logarithmic test pre-decided); "gamma_shared":
-  // the same with its table in shared memory; "gamma_maxwarps": 64 registers
-  // (float64 102) and more resident warps; "gamma_exacth": the exact h
-  // whenever the squeeze leaves the test open; "gamma_maxwarps_exacth": both
-  // (the mid-session run's service kernel); "gamma_v2": version 2's, with
-  // and without pre-caching.
-  struct Kernel {
-    const char* name;
-    bool v2, pre_cache, shared_table, max_warps, exact_h;
-  };
-  for (const Kernel& kernel :
-       {Kernel{"gamma", false, true, false, false, false},
-        Kernel{"gamma_shared", false, true, true, false, false},
-        Kernel{"gamma_maxwarps", false, true, false, true, false},
-        Kernel{"gamma_exacth", false, true, false, false, true},
-        Kernel{"gamma_maxwarps_exacth", false, true, false, true, true},
-        Kernel{"gamma_v2", true, true, false, false, false},
-        Kernel{"gamma_v2", true, false, false, false, false}}) {
-    const bool pre_cache = kernel.pre_cache;
+  for (bool pre_cache : {true, false}) {
     GammaLaunchOptions options;
     options.pre_cache = pre_cache;
-    options.bench_v2_kernel = kernel.v2;
-    options.zig_table_shared = kernel.shared_table;
-    options.bench_max_warps = kernel.max_warps;
-    options.bench_exact_h = kernel.exact_h;
     for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
     std::vector<double> times;
     for (int i = 0; i < reps; ++i) {
@@ -404,12 +367,8 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
 
     row.precision = precision;
     row.config = cfg.name;
-    row.kernel = kernel.name;
     row.pre_cache = pre_cache;
-    // The service launches version 3's kernel with its table in global
-    // memory (pre_cache does not apply to it).
-    row.service = !kernel.v2 && !kernel.shared_table && !kernel.max_warps &&
-                  !kernel.exact_h;
+    row.service = pre_cache == builder.PreCachePays();
     row.ms = Median(times);
     row.gsps = n / (row.ms * 1e-3) / 1e9;
     if (cfg.shape > 0) {
@@ -425,48 +384,21 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
       row.iters_model = sim.iterations_per_call;
       row.eff_model = sim.efficiency;
     }
-    // Version 3's loop: an attempt is also rejected when its ziggurat pass
-    // fails a wedge (probability 1 - sqrt(pi / 2) / (128 v), 1.22%); a
-    // lane's pair takes max(K1, K2) iterations (two slots an iteration),
-    // and its counters count each warp iteration twice (once per slot) and
-    // pairs as calls.
-    const GammaCounters& c = row.counters;
-    double iters_measured =
-        static_cast<double>(c.warp_iterations) / c.warp_calls;
-    double warp_iters = static_cast<double>(c.warp_iterations);
-    if (!kernel.v2) {
-      row.p_model *= kZigguratPass;
-      row.iters_model = 0;
-      const size_t pairs = cfg.shape > 0 ? 1 : p_table.size() / 2;
-      for (size_t i = 0; i < pairs; ++i) {
-        const double p1 =
-            (cfg.shape > 0 ? p_model : p_table[2 * i]) * kZigguratPass;
-        const double p2 =
-            (cfg.shape > 0 ? p_model : p_table[2 * i + 1]) * kZigguratPass;
-        row.iters_model += 1 / p1 + 1 / p2 - 1 / (1 - (1 - p1) * (1 - p2));
-      }
-      row.iters_model /= static_cast<double>(pairs);
-      row.eff_model = 1.0 / (row.p_model * row.iters_model);
-      warp_iters /= 2;
-      iters_measured = kWarp * warp_iters / c.warp_calls;
-    }
     rows->push_back(row);
+    const GammaCounters& c = row.counters;
     std::printf(
-        "%-8s %-14s %-12s pre=%d%s %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
-        "%.4f)  %s %.3f (model %.3f)  efficiency %.3f (model %.3f)  "
-        "log-test warps %.3f  exact-log warps %.4f lanes %.2e  blocks/sample "
-        "%.3f\n",
-        precision, cfg.name.c_str(), kernel.name, pre_cache ? 1 : 0,
-        row.service ? "*" : " ", row.ms, row.gsps,
-        static_cast<double>(c.lane_items) / c.lane_attempts, row.p_model,
-        kernel.v2 ? "iters/call" : "lane iters/pair", iters_measured,
+        "%-8s %-14s pre=%d%s %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
+        "%.4f)  iters/call %.3f (model %.3f)  efficiency %.3f (model %.3f)  "
+        "log-test warps %.3f  exact-log warps %.4f lanes %.2e\n",
+        precision, cfg.name.c_str(), pre_cache ? 1 : 0, row.service ? "*" : " ",
+        row.ms, row.gsps, static_cast<double>(c.lane_items) / c.lane_attempts,
+        row.p_model, static_cast<double>(c.warp_iterations) / c.warp_calls,
         row.iters_model,
-        static_cast<double>(c.lane_attempts) /
-            ((kernel.v2 ? 32.0 : 64.0) * warp_iters),
-        row.eff_model, c.warp_full_tests / warp_iters,
-        c.warp_exact_tests / warp_iters,
-        static_cast<double>(c.lane_exact_tests) / c.lane_attempts,
-        static_cast<double>(c.lane_blocks) / c.lane_items);
+        static_cast<double>(c.lane_attempts) / (32.0 * c.warp_iterations),
+        row.eff_model,
+        static_cast<double>(c.warp_full_tests) / c.warp_iterations,
+        static_cast<double>(c.warp_exact_tests) / c.warp_iterations,
+        static_cast<double>(c.lane_exact_tests) / c.lane_attempts);
     std::fflush(stdout);
   }
 }
@@ -505,20 +437,15 @@ void NcuLaunches(Stager& stager) {
     const GammaBatchBuilder<T> builder = MakeBuilder<T>(cfg, n);
     const DeviceBatch<T> dev = Upload(builder, stager);
     const GammaBatch<T>& batch = dev.view;
-    // The service's kernel, the mid-session run's (64 registers, exact h
-    // first), then version 2's (pre-caching on).
-    for (int variant = 0; variant < 3; ++variant) {
+    for (bool pre_cache : {true, false}) {
+      if (sizeof(T) == 8 && !pre_cache) continue;
       GammaLaunchOptions options;
-      options.bench_max_warps = variant == 1;
-      options.bench_exact_h = variant == 1;
-      options.bench_v2_kernel = variant == 2;
+      options.pre_cache = pre_cache;
       BENCH_CHECK(LaunchGamma(batch, s, options));
       BENCH_CUDA(cudaStreamSynchronize(s));
-      std::printf("ncu launch: %s %s %s\n",
+      std::printf("ncu launch: %s %s pre=%d\n",
                   sizeof(T) == 4 ? "float32" : "float64", cfg.name.c_str(),
-                  variant == 0   ? "gamma"
-                  : variant == 1 ? "gamma_maxwarps_exacth"
-                                 : "gamma_v2");
+                  pre_cache ? 1 : 0);
     }
   }
 }
@@ -599,23 +526,21 @@ int Main(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       const GammaCounters& c = r.counters;
-      std::fprintf(f,
-                   "  {\"precision\": \"%s\", \"config\": \"%s\", \"kernel\": "
-                   "\"%s\", \"pre_cache\": %s, \"service\": %s, \"ms\": %.5f, "
-                   "\"gsps\": %.4f, \"warp_calls\": %llu, "
-                   "\"warp_iterations\": %llu, \"lane_attempts\": %llu, "
-                   "\"lane_items\": %llu, \"warp_full_tests\": %llu, "
-                   "\"lane_full_tests\": %llu, \"warp_exact_tests\": %llu, "
-                   "\"lane_exact_tests\": %llu, \"lane_blocks\": %llu, "
-                   "\"p_model\": %.6f, "
-                   "\"iters_model\": %.5f, \"eff_model\": %.5f}%s\n",
-                   r.precision.c_str(), r.config.c_str(), r.kernel.c_str(),
-                   r.pre_cache ? "true" : "false", r.service ? "true" : "false",
-                   r.ms, r.gsps, c.warp_calls, c.warp_iterations,
-                   c.lane_attempts, c.lane_items, c.warp_full_tests,
-                   c.lane_full_tests, c.warp_exact_tests, c.lane_exact_tests,
-                   c.lane_blocks, r.p_model, r.iters_model, r.eff_model,
-                   i + 1 < rows.size() ? "," : "");
+      std::fprintf(
+          f,
+          "  {\"precision\": \"%s\", \"config\": \"%s\", \"pre_cache\": %s, "
+          "\"service\": %s, \"ms\": %.5f, \"gsps\": %.4f, \"warp_calls\": "
+          "%llu, "
+          "\"warp_iterations\": %llu, \"lane_attempts\": %llu, "
+          "\"lane_items\": %llu, \"warp_full_tests\": %llu, "
+          "\"lane_full_tests\": %llu, \"warp_exact_tests\": %llu, "
+          "\"lane_exact_tests\": %llu, \"p_model\": %.6f, "
+          "\"iters_model\": %.5f, \"eff_model\": %.5f}%s\n",
+          r.precision.c_str(), r.config.c_str(), r.pre_cache ? "true" : "false",
+          r.service ? "true" : "false", r.ms, r.gsps, c.warp_calls,
+          c.warp_iterations, c.lane_attempts, c.lane_items, c.warp_full_tests,
+          c.lane_full_tests, c.warp_exact_tests, c.lane_exact_tests, r.p_model,
+          r.iters_model, r.eff_model, i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, " ]\n}\n");
     std::fclose(f);

@@ -371,35 +371,5 @@ if want issue13; then
     | tee -a "$work/summary.txt"
 fi
 
-# The gamma kernels (issue 11): gamma_bench at 2^27 outputs, contract
-# version 3's kernel (rows "gamma": the service's, table through the
-# read-only cache; "gamma_shared": its table in shared memory) beside
-# version 2's ("gamma_v2", pre-caching on and off), shapes 0.3, 1, 2.5, 10
-# and U(0.1, 10) per element in float32 and float64, each with its
-# instrumented counters; about a minute. Then, where ncu is installed, one
-# profiled launch of each kernel at 2^22 outputs (gamma_bench --ncu).
-if want gamma; then
-  timeout 300 ./gamma_bench --json="$work/gamma_bench.json" \
-    > "$work/gamma_bench.log" 2>&1
-  summary "gamma bench: rc=$? $(grep -E 'Gsamples/s' "$work/gamma_bench.log" \
-    | sed -E 's/ +/ /g; s/ ms / /; s/\|.*//' | tr '\n' ';')"
-  if command -v ncu > /dev/null; then
-    # The service's float32 kernel only (mangled name: no instrumentation,
-    # global table, 80 registers, FastHTest), with per-SASS-instruction
-    # counts (the source page) to see where the instructions go.
-    timeout 240 ncu --clock-control none --kernel-name-base mangled \
-      -k regex:Gamma3KernelIfLb0ELb0ELb1ELb1E --section SpeedOfLight \
-      --section Occupancy --section LaunchStats --section InstructionStats \
-      --section ComputeWorkloadAnalysis --section WarpStateStats \
-      --section SchedulerStats --section SourceCounters --import-source yes \
-      -o "$work/gamma3" ./gamma_bench --ncu > "$work/gamma_ncu.log" 2>&1
-    summary "gamma ncu: rc=$? $(grep -E 'Gamma3Kernel|Registers Per Thread|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Executed Instructions  ' \
-      "$work/gamma_ncu.log" | sed -E 's/ +/ /g' | cut -c1-90 | tr '\n' ';')"
-    ncu -i "$work/gamma3.ncu-rep" --page source --csv --print-source sass \
-      > "$work/gamma3_sass.csv" 2> "$work/gamma3_sass.err"
-    summary "gamma sass page: rc=$? $(wc -l < "$work/gamma3_sass.csv") lines"
-  fi
-fi
-
 tar -C "$work" -czf "$out/results.tgz" .
 cp "$work/summary.txt" "$out/summary.txt"

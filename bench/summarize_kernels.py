@@ -331,16 +331,12 @@ def routed_row(rows, K, precision):
 
 def philox_blocks_per_sample(rows, prec, cfg):
     """Philox4x32-10 blocks per accepted sample under the gamma contract
-    (docs/randomness.md): contract version 3's kernel counts them itself
-    (lane_blocks: main, wedge, tail and boost blocks); for version 2's, one
-    block per attempt in float32, two in float64, attempts per sample as
-    counted by gamma_bench's instrumented run."""
+    (docs/randomness.md): one block per attempt in float32, two in float64;
+    attempts per sample as counted by gamma_bench's instrumented run."""
     r = next((r for r in rows if r["precision"] == prec and r["config"] == cfg
               and r.get("lane_items")), None)
     if not r:
         return None
-    if r.get("lane_blocks"):  # counted by the kernel (contract version 3)
-        return r["lane_blocks"] / r["lane_items"]
     return (1 if prec == "float32" else 2) * r["lane_attempts"] / r["lane_items"]
 
 
@@ -359,11 +355,7 @@ def analyse(d):
     for prec in ("float32", "float64"):
         for cfg, shape, tname in configs:
             mine = [r for r in g["rows"] if r["precision"] == prec and r["config"] == cfg]
-            # Runs that name kernels: version 2's rows are "gamma_v2"; the
-            # service's row (contract version 3) is marked "service".
-            v2 = [r for r in mine if r.get("kernel", "gamma_v2") == "gamma_v2"]
-            service_row = next((r for r in mine if r.get("service")), None)
-            ours = {r["pre_cache"]: r["gsps"] for r in v2}
+            ours = {r["pre_cache"]: r["gsps"] for r in mine}
             # The variant the service launches (GammaBatchBuilder::PreCachePays);
             # runs from before that choice existed always launched pre-caching.
             service_pre_cache = next((r["pre_cache"] for r in mine if r.get("service")), True)
@@ -379,9 +371,7 @@ def analyse(d):
                 cands = [("torch._standard_gamma", torch_rate)]
             bname, bval = best(cands)
             o = ours.get(service_pre_cache)
-            if service_row is not None and service_row.get("kernel", "gamma_v2") != "gamma_v2":
-                o = service_row["gsps"]
-            bps = philox_blocks_per_sample([service_row] if service_row else g["rows"], prec, cfg)
+            bps = philox_blocks_per_sample(g["rows"], prec, cfg)
             philox = d["ours"]["boards"].get("philox_g_blocks_per_s")
             row = {"precision": prec, "shape": cfg, "ours": o, "service_pre_cache": service_pre_cache,
                    "ours_pre_cache": ours.get(True), "ours_no_pre_cache": ours.get(False),

@@ -15,7 +15,6 @@
 #include "absl/types/span.h"
 #include "gamma_device.cuh"
 #include "sampler/kernels/cuda/gamma.h"
-#include "sampler/kernels/cuda/gamma3.h"
 #include "sampler/kernels/cuda/status.h"
 #include "sampler/kernels/detmath.h"
 #include "sampler/kernels/gamma.h"
@@ -124,10 +123,6 @@ absl::Status LaunchGamma(const GammaBatch<T>& batch, cudaStream_t stream,
     SAMPLER_CUDA_RETURN_IF_ERROR(
         cudaMemsetAsync(batch.segment_status, 0,
                         sizeof(uint32_t) * batch.num_segments, stream));
-  }
-  // Contract version 3 (gamma3.cu); version 2's kernel only for gamma_bench.
-  if (!options.bench_v2_kernel) {
-    return LaunchGamma3Kernel(batch, stream, options);
   }
   return LaunchRejection<T, GammaSource<T>>(batch, stream, options);
 }

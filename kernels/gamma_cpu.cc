@@ -1,5 +1,5 @@
 // CPU backend of SampleGamma: validation and a loop over items around the
-// shared per-item arithmetic of gamma3_core.h (contract version 3).
+// shared per-item arithmetic of gamma_core.h.
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -12,7 +12,6 @@
 #include "sampler/kernels/detmath.h"
 #include "sampler/kernels/format_value.h"
 #include "sampler/kernels/gamma.h"
-#include "sampler/kernels/gamma3_core.h"
 #include "sampler/kernels/gamma_core.h"
 #include "sampler/kernels/philox.h"
 
@@ -54,8 +53,8 @@ SAMPLER_HOST_FMA_CLONES size_t SampleItems(absl::Span<const T> shape,
     const uint64_t item = first_item + i;
     const GammaShape<T> g = GammaPrepare(shape[i]);
     const T log_scale = log_output ? detmath::Log(scale[i]) : T(0);
-    const T x = Gamma3SampleItem(HostZiggurat(), seed, item, g, scale[i],
-                                 log_scale, log_output);
+    const T x = GammaSampleItem(KindTag::kGamma, seed, item, g, scale[i],
+                                log_scale, log_output);
     if (std::isnan(x)) return i;
     out[i] = x;
   }
@@ -75,8 +74,8 @@ SAMPLER_HOST_FMA_CLONES size_t SampleGroupItems(
     const T log_scale = log_output ? detmath::Log(group.scale) : T(0);
     for (int64_t k = 0; k < group.count; ++k, ++i) {
       const uint64_t item = first_item + i;
-      const T x = Gamma3SampleItem(HostZiggurat(), seed, item, g, group.scale,
-                                   log_scale, log_output);
+      const T x = GammaSampleItem(KindTag::kGamma, seed, item, g, group.scale,
+                                  log_scale, log_output);
       if (std::isnan(x)) {
         *failed_shape = group.shape;
         return i;

@@ -30,9 +30,6 @@
 #include "sampler/kernels/detmath.h"
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/gamma.h"
-#include "sampler/kernels/gamma3_core.h"
-#include "sampler/kernels/gamma_core.h"
-#include "sampler/kernels/philox.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace sampler::kernels::cuda {
@@ -74,9 +71,6 @@ struct Variant {
   bool pre_cache;
   bool count;
   int max_blocks;
-  bool zig_table_shared = false;
-  bool max_warps = false;
-  bool exact_h = false;
 };
 constexpr Variant kVariants[] = {
     {"default", true, false, 0},
@@ -84,14 +78,6 @@ constexpr Variant kVariants[] = {
     {"no pre-caching", false, false, 0},
     {"no pre-caching, tiny grid", false, false, 3},
     {"instrumented, tiny grid", true, true, 1},
-    {"ziggurat table in shared memory", true, false, 0, true},
-    {"ziggurat table in shared memory, instrumented, tiny grid", true, true, 2,
-     true},
-    {"max warps", true, false, 0, false, true},
-    {"exact h first", true, false, 0, false, false, true},
-    {"exact h first, instrumented, tiny grid", true, true, 2, false, false,
-     true},
-    {"max warps, exact h first", true, false, 0, false, true, true},
 };
 
 // Runs the builder's batch through the staging pipeline with `variant` and
@@ -99,8 +85,7 @@ constexpr Variant kVariants[] = {
 // follow the builder's out region (8-byte aligned) and come back with it.
 template <typename T, typename Builder, typename Launch>
 void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
-                 std::vector<T>* out, std::vector<uint32_t>* status,
-                 GammaCounters* counted = nullptr) {
+                 std::vector<T>* out, std::vector<uint32_t>* status) {
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
   ASSERT_TRUE(stager.ok()) << stager.status();
   StagingPlan plan = builder.Staging();
@@ -121,9 +106,6 @@ void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
         GammaLaunchOptions options;
         options.pre_cache = variant.pre_cache;
         options.max_blocks = variant.max_blocks;
-        options.zig_table_shared = variant.zig_table_shared;
-        options.bench_max_warps = variant.max_warps;
-        options.bench_exact_h = variant.exact_h;
         options.counters =
             variant.count
                 ? reinterpret_cast<GammaCounters*>(region + counters_at)
@@ -144,7 +126,6 @@ void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
               static_cast<unsigned long long>(layout.values));
     EXPECT_GE(counters.lane_attempts, counters.lane_items);
     EXPECT_LE(counters.lane_attempts, 32ull * counters.warp_iterations);
-    if (counted != nullptr) *counted = counters;
   }
 }
 
@@ -214,42 +195,18 @@ void AddRandomGammaRequest(std::mt19937_64& rng, int64_t count,
   requests->push_back(std::move(req));
 }
 
-// One grouped request, its CPU answer computed here.
-template <typename T>
-void AddGroupedRequest(const std::vector<GammaGroup<T>>& groups,
-                       bool log_output, uint64_t seed, uint64_t first_item,
-                       int64_t count, std::string description,
-                       GammaBatchBuilder<T>* builder,
-                       std::vector<GammaRequest<T>>* requests) {
-  GammaRequest<T> req;
-  req.expected.resize(count);
-  req.description = std::move(description);
-  ASSERT_OK(SampleGammaGroupedCpu<T>(groups, log_output, seed, first_item,
-                                     absl::MakeSpan(req.expected)));
-  ASSERT_TRUE(builder->AddGroups(groups, log_output, seed, first_item).ok());
-  requests->push_back(std::move(req));
-}
-
-// `counted`, when given, receives the instrumented variants' counters
-// (added up).
 template <typename T>
 void CheckGammaBatch(const GammaBatchBuilder<T>& builder,
-                     const std::vector<GammaRequest<T>>& requests,
-                     GammaCounters* counted = nullptr) {
+                     const std::vector<GammaRequest<T>>& requests) {
   for (const Variant& variant : kVariants) {
     SCOPED_TRACE(variant.name);
     std::vector<T> out;
     std::vector<uint32_t> status;
-    GammaCounters counters{};
     RunOnDevice<T>(
         builder, variant,
         [](const GammaBatch<T>& b, cudaStream_t s,
            const GammaLaunchOptions& o) { return LaunchGamma<T>(b, s, o); },
-        &out, &status, &counters);
-    if (counted != nullptr) {
-      counted->lane_full_tests += counters.lane_full_tests;
-      counted->lane_exact_tests += counters.lane_exact_tests;
-    }
+        &out, &status);
     if (::testing::Test::HasFatalFailure()) return;
     for (size_t r = 0; r < requests.size(); ++r) {
       const GammaSegment& seg = builder.segments()[r];
@@ -311,87 +268,17 @@ TYPED_TEST(GammaGpuTest, EveryShapeDecadeMatchesCpu) {
           {static_cast<T>(shape), scale, count}};
       const uint64_t seed = rng();
       const uint64_t first_item = rng() >> 20;
-      AddGroupedRequest<T>(
-          groups, log_output, seed, first_item, count,
-          absl::StrCat("shape ", shape, " log ", log_output, " seed ", seed),
-          &builder, &requests);
-      if (::testing::Test::HasFatalFailure()) return;
+      GammaRequest<T> req;
+      req.expected.resize(count);
+      req.description =
+          absl::StrCat("shape ", shape, " log ", log_output, " seed ", seed);
+      ASSERT_OK(SampleGammaGroupedCpu<T>(groups, log_output, seed, first_item,
+                                         absl::MakeSpan(req.expected)));
+      ASSERT_TRUE(builder.AddGroups(groups, log_output, seed, first_item).ok());
+      requests.push_back(std::move(req));
     }
   }
   CheckGammaBatch<T>(builder, requests);
-}
-
-// Contract version 3's rare paths and pair layouts: per precision, shapes
-// below 1 (the boost block), 1 and 1e10, in requests that continue one
-// another with the same seed (a float32 contract pair split across two
-// segments shares its block in one lane) or start at odd items (a lane's
-// two items in different blocks).
-// The CPU walks the same attempts to prove that the batch reaches the
-// ziggurat's tail, its failed wedges and the logarithmic test.
-TYPED_TEST(GammaGpuTest, ZigguratRarePathsAndSplitPairsMatchCpu) {
-  SAMPLER_SKIP_WITHOUT_GPU();
-  using T = TypeParam;
-  int tails = 0, wedge_rejects = 0, log_tests = 0;
-  const uint64_t input_seed = FreshSeed();
-  SCOPED_TRACE(absl::StrCat("input seed ", input_seed));
-  std::mt19937_64 rng(input_seed);
-  GammaBatchBuilder<T> builder;
-  std::vector<GammaRequest<T>> requests;
-  for (double shape : {0.3, 1.0, 1e10}) {
-    const uint64_t seed = rng();
-    // Shape 0.3 at batch index 0 with an even first item: the pair ending
-    // its first request continues in the second. Shape 1 starts at an odd
-    // batch index with an odd item (aligned pairs again after one item).
-    uint64_t first_item =
-        ((rng() >> 24) & ~uint64_t{1}) + (shape == 1.0 ? 1 : 0);
-    for (int64_t count : {20001, 40000}) {  // the second starts mid-pair
-      const std::vector<GammaGroup<T>> groups = {
-          {static_cast<T>(shape), T(2), count}};
-      const bool log_output = count == 20001;
-      AddGroupedRequest<T>(groups, log_output, seed, first_item, count,
-                           absl::StrCat("shape ", shape, " seed ", seed,
-                                        " first_item ", first_item),
-                           &builder, &requests);
-      if (::testing::Test::HasFatalFailure()) return;
-      const GammaShape<T> g = GammaPrepare(static_cast<T>(shape));
-      for (int64_t i = 0; i < count; ++i) {
-        const uint64_t item = first_item + static_cast<uint64_t>(i);
-        for (uint32_t k = 0;; ++k) {
-          const Gamma3Words w = Gamma3AttemptWords<T>(
-              Philox(seed, KindTag::kGamma3, Gamma3BlockIndex<T>(item), k),
-              item);
-          T z;
-          ZigguratPath path;
-          const bool ok = ZigguratNormal(
-              HostZiggurat(), w, seed, KindTag::kGamma3Aux, item, k, &z, &path);
-          tails += path == ZigguratPath::kTail ? 1 : 0;
-          wedge_rejects += path == ZigguratPath::kWedgeReject ? 1 : 0;
-          if (!ok) continue;
-          GammaPending<T> pending;
-          const int squeeze = GammaSqueezeTest(g, z, Gamma3Ua<T>(w), &pending);
-          log_tests += squeeze == 0 ? 1 : 0;
-          T dv;
-          if (GammaTryZ(g, z, Gamma3Ua<T>(w), &dv)) break;
-        }
-      }
-      first_item += static_cast<uint64_t>(count);
-    }
-  }
-  std::printf(
-      "rare paths in the batch: %d tails, %d failed wedges, %d "
-      "logarithmic tests\n",
-      tails, wedge_rejects, log_tests);
-  EXPECT_GT(tails, 0);
-  EXPECT_GT(wedge_rejects, 0);
-  EXPECT_GT(log_tests, 0);
-  // The GPU's own rare path: logarithmic tests that the fast __logf test
-  // left undecided (the deterministic log on the device), counted by the
-  // instrumented variants.
-  GammaCounters counted{};
-  CheckGammaBatch<T>(builder, requests, &counted);
-  std::printf("instrumented runs: %llu logarithmic tests, %llu exact\n",
-              counted.lane_full_tests, counted.lane_exact_tests);
-  EXPECT_GT(counted.lane_exact_tests, 0u);
 }
 
 // Batches of 1, 31, 33 outputs and an empty batch: partial warps and no

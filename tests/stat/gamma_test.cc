@@ -22,10 +22,8 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "sampler/kernels/detmath.h"
-#include "sampler/kernels/gamma3_core.h"
 #include "sampler/kernels/gamma_core.h"
 #include "sampler/kernels/philox.h"
-#include "sampler/kernels/ziggurat_tables.h"
 #include "tests/stat/stat_util.h"
 
 namespace sampler::kernels {
@@ -292,48 +290,41 @@ TYPED_TEST(GammaTest, SameSeedSameBitsOtherSeedDiffers) {
 // Which branches of the attempt the reference saw, to prove the items
 // checked below exercise all of them.
 struct PathCounts {
-  int nonpositive_v = 0;     // v <= 0: rejected before the squeeze
-  int squeeze = 0;           // accepted by the squeeze
-  int log_accept = 0;        // accepted by the log test
-  int log_reject = 0;        // rejected by the log test
-  int multi_attempt = 0;     // items needing more than one attempt
-  int near = 0;              // 1 + c z >= 3/4: t carried apart from 1
-  int far = 0;               // 1 + c z < 3/4: v = (1 + c z)^3 directly
-  int series = 0;            // log1p(t) - t by its series
-  int log1p = 0;             // log1p(t) - t from a logarithm
-  int zig_wedge_accept = 0;  // ziggurat wedge tests passed
-  int zig_wedge_reject = 0;  // ziggurat wedge tests failed (attempt rejected)
-  int zig_tail = 0;          // ziggurat tail draws
+  int nonpositive_v = 0;  // v <= 0: rejected before the squeeze
+  int squeeze = 0;        // accepted by the squeeze
+  int log_accept = 0;     // accepted by the log test
+  int log_reject = 0;     // rejected by the log test
+  int multi_attempt = 0;  // items needing more than one attempt
+  int near = 0;           // 1 + c z >= 3/4: t carried apart from 1
+  int far = 0;            // 1 + c z < 3/4: v = (1 + c z)^3 directly
+  int series = 0;         // log1p(t) - t by its series
+  int log1p = 0;          // log1p(t) - t from a logarithm
 };
 
-// docs/randomness.md "Gamma" (contract version 3), written out independently
-// of gamma3_core.h: raw Random123 Philox, the uniform conversions as the text
-// states them, the ziggurat from the generated tables' literals, and the
-// attempt as a plain loop.
+// docs/randomness.md "Gamma", written out independently of gamma_core.h:
+// raw Random123 Philox, the uniform conversions as the text states them,
+// and the attempt as a plain loop.
 template <typename T>
 T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
                  bool log_output, PathCounts* paths) {
-  constexpr bool kFloat = std::is_same_v<T, float>;
   r123::Philox4x32 philox;
   const r123::Philox4x32::key_type key = {
       {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
-  auto block = [&](uint32_t draw, uint64_t index, uint32_t tag) {
-    const r123::Philox4x32::ctr_type ctr = {{draw, static_cast<uint32_t>(index),
-                                             static_cast<uint32_t>(index >> 32),
-                                             tag}};
+  auto block = [&](uint32_t draw) {
+    const r123::Philox4x32::ctr_type ctr = {{draw, static_cast<uint32_t>(item),
+                                             static_cast<uint32_t>(item >> 32),
+                                             0x47414d32u}};  // "GAM2"
     return philox(ctr, key);
   };
-  constexpr uint32_t kMain = 0x47414d33u;  // "GAM3"
-  constexpr uint32_t kAux = 0x47415833u;   // "GAX3"
-  auto open01 = [](uint64_t bits) -> T {   // (0, 1]
-    if constexpr (kFloat) {
+  auto open01 = [](uint64_t bits) -> T {  // (0, 1]
+    if constexpr (std::is_same_v<T, float>) {
       return static_cast<T>((bits >> 8) + 1) * T(0x1.0p-24);
     } else {
       return static_cast<T>((bits >> 11) + 1) * T(0x1.0p-53);
     }
   };
   auto closed01 = [](uint64_t bits) -> T {  // [0, 1)
-    if constexpr (kFloat) {
+    if constexpr (std::is_same_v<T, float>) {
       return static_cast<T>(bits >> 8) * T(0x1.0p-24);
     } else {
       return static_cast<T>(bits >> 11) * T(0x1.0p-53);
@@ -342,80 +333,27 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
   auto join = [](uint32_t lo, uint32_t hi) {
     return (static_cast<uint64_t>(hi) << 32) | lo;
   };
-  // Uniform `which` (0 or 1) of an auxiliary block of precision T, as 64
-  // raw bits (the boost).
-  auto aux_bits = [&](uint32_t draw, int which) -> uint64_t {
-    const auto v = block(draw, item, kAux);
-    if constexpr (kFloat) return v[which];
-    return join(v[2 * which], v[2 * which + 1]);
-  };
-  // The ziggurat's auxiliary uniforms are 53-bit doubles in both
-  // precisions: uniform `which` (0 or 1) from words (2 which, 2 which + 1).
-  auto aux01 = [&](uint32_t draw, int which, bool open) {
-    const auto v = block(draw, item, kAux);
-    const uint64_t bits = join(v[2 * which], v[2 * which + 1]) >> 11;
-    return static_cast<double>(bits + (open ? 1 : 0)) * 0x1.0p-53;
-  };
-  // The float64 table (the geometry of both precisions) and float32's
-  // fast-path entries derived from it.
-  static const double X[] = {SAMPLER_ZIGGURAT_X_DOUBLE};
-  static const double F[] = {SAMPLER_ZIGGURAT_F_DOUBLE};
-  static const double DF[] = {SAMPLER_ZIGGURAT_DF_DOUBLE};
-  const double inv_r = SAMPLER_ZIGGURAT_INV_R_DOUBLE;
-  struct F32Entry {
-    uint32_t threshold;
-    float width;
-  };
-  static const F32Entry F32[] = {SAMPLER_ZIGGURAT_F32_ENTRIES};
 
   const T alpha = shape >= T(1) ? shape : shape + T(1);
   const T d = alpha - T(1) / T(3);
   const T c = T(1) / std::sqrt(T(9) * d);
   for (uint32_t a = 0;; ++a) {
-    uint64_t zig, ua_bits;
-    if constexpr (kFloat) {
-      const auto v = block(a, item / 2, kMain);
-      zig = v[2 * (item % 2)];
-      ua_bits = v[2 * (item % 2) + 1];
+    T u1, u2, ua, ub;
+    if constexpr (std::is_same_v<T, float>) {
+      const auto v = block(a);
+      u1 = open01(v[0]);
+      u2 = closed01(v[1]);
+      ua = open01(v[2]);
+      ub = open01(v[3]);
     } else {
-      const auto v = block(a, item, kMain);
-      zig = join(v[0], v[1]);
-      ua_bits = join(v[2], v[3]);
+      const auto v = block(2 * a);
+      const auto w = block(2 * a + 1);
+      u1 = open01(join(v[0], v[1]));
+      u2 = closed01(join(v[2], v[3]));
+      ua = open01(join(w[0], w[1]));
+      ub = open01(join(w[2], w[3]));
     }
-    const T ua = open01(ua_bits);
-    // The ziggurat pass: float32's fast path by the integer threshold and
-    // the float32 width, float64's in double; wedge and tail in double.
-    const int layer = static_cast<int>(zig & 127);
-    const double x = static_cast<double>(closed01(zig)) * X[layer];
-    T mag = static_cast<T>(x);
-    bool fast = x < X[layer + 1];
-    if constexpr (kFloat) {
-      const uint32_t u24 = static_cast<uint32_t>(zig) >> 8;
-      fast = u24 < F32[layer].threshold;
-      mag = static_cast<float>(u24) * F32[layer].width;
-    }
-    if (!fast) {
-      if (layer == 0) {
-        ++paths->zig_tail;
-        for (uint32_t m = 1;; ++m) {
-          const double ta =
-              -(detmath::Log(aux01(a + (m << 16), 0, true)) * inv_r);
-          const double tb = -detmath::Log(aux01(a + (m << 16), 1, true));
-          if (tb + tb > ta * ta) {
-            mag = static_cast<T>(X[1] + ta);
-            break;
-          }
-        }
-      } else {
-        const double y = std::fma(aux01(a, 0, false), DF[layer], F[layer]);
-        if (!(y < detmath::Exp(-0.5 * (x * x)))) {
-          ++paths->zig_wedge_reject;
-          continue;
-        }
-        ++paths->zig_wedge_accept;
-      }
-    }
-    const T z = (zig & 128) != 0 ? -mag : mag;
+    const T z = std::sqrt(T(-2) * detmath::Log(u1)) * detmath::Cos2Pi(u2);
     const T s = std::fma(c, z, T(1));
     if (s <= T(0)) {
       ++paths->nonpositive_v;
@@ -469,10 +407,7 @@ T ReferenceGamma(uint64_t seed, uint64_t item, T shape, T scale,
     if (a > 0) ++paths->multi_attempt;
     const T dv = out;
     T y = detmath::Log(dv);
-    if (shape < T(1)) {
-      const T ub = open01(aux_bits(0xffffffffu, 0));
-      y = y + detmath::Log(ub) / shape;
-    }
+    if (shape < T(1)) y = y + detmath::Log(ub) / shape;
     if (log_output) return y + detmath::Log(scale);
     if (shape >= T(1)) return dv * scale;
     return detmath::Exp(y) * scale;
@@ -483,12 +418,9 @@ TYPED_TEST(GammaTest, MatchesTheWrittenContractBitForBit) {
   using T = TypeParam;
   constexpr size_t kItems = 4000;
   const uint64_t first = (7ull << 32) + 11;  // both item words in play
-  // A seed per shape, so that the shapes do not share their normals and the
-  // rare ziggurat tail (0.06% of passes) is reached.
-  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  const uint64_t seed = 0x9e3779b97f4a7c15ull;
   PathCounts paths;
   for (T shape : {T(0.05), T(0.3), T(1), T(30), T(1e6), T(1e10)}) {
-    ++seed;
     const T scale = T(2.5);
     for (bool log_output : {false, true}) {
       const std::vector<T> out =
@@ -504,11 +436,9 @@ TYPED_TEST(GammaTest, MatchesTheWrittenContractBitForBit) {
   }
   std::printf(
       "paths: v<=0 %d, squeeze %d, log accept %d, log reject %d, "
-      "multi-attempt items %d, near %d, far %d, series %d, log1p %d, "
-      "wedge accept %d, wedge reject %d, tail %d\n",
+      "multi-attempt items %d, near %d, far %d, series %d, log1p %d\n",
       paths.nonpositive_v, paths.squeeze, paths.log_accept, paths.log_reject,
-      paths.multi_attempt, paths.near, paths.far, paths.series, paths.log1p,
-      paths.zig_wedge_accept, paths.zig_wedge_reject, paths.zig_tail);
+      paths.multi_attempt, paths.near, paths.far, paths.series, paths.log1p);
   EXPECT_GT(paths.nonpositive_v, 0);
   EXPECT_GT(paths.far, 0);
   EXPECT_GT(paths.series, 0);
@@ -516,9 +446,6 @@ TYPED_TEST(GammaTest, MatchesTheWrittenContractBitForBit) {
   EXPECT_GT(paths.log_accept, 0);
   EXPECT_GT(paths.log_reject, 0);
   EXPECT_GT(paths.multi_attempt, 0);
-  EXPECT_GT(paths.zig_wedge_accept, 0);
-  EXPECT_GT(paths.zig_wedge_reject, 0);
-  EXPECT_GT(paths.zig_tail, 0);
 }
 
 // The attempt cap turns an endless rejection loop into NaN. An item whose
@@ -527,24 +454,18 @@ TYPED_TEST(GammaTest, MatchesTheWrittenContractBitForBit) {
 TYPED_TEST(GammaTest, AttemptCapYieldsNaN) {
   using T = TypeParam;
   const GammaShape<T> g = GammaPrepare(T(1));
-  const ZigguratTable& tab = HostZiggurat();
-  auto draw = [&](uint64_t item, uint32_t cap) {
-    return Gamma3DrawItem<T>(tab, KindTag::kGamma3, KindTag::kGamma3Aux, 1,
-                             item, g, cap)
-        .dv;
-  };
-  EXPECT_TRUE(std::isnan(draw(0, 0)));
+  EXPECT_TRUE(std::isnan(GammaDrawItem<T>(KindTag::kGamma, 1, 0, g, 0).dv));
   int found = 0;
   for (uint64_t item = 0; item < 1000 && found < 3; ++item) {
     T dv;
-    const Gamma3Words w = Gamma3AttemptWords<T>(
-        Philox(1, KindTag::kGamma3, Gamma3BlockIndex<T>(item), 0), item);
-    if (Gamma3TryAttempt(tab, g, w, 1, KindTag::kGamma3Aux, item, 0, &dv)) {
+    if (GammaTryAttempt(g, GammaAttemptUniforms<T>(KindTag::kGamma, 1, item, 0),
+                        &dv)) {
       continue;
     }
     ++found;
-    EXPECT_TRUE(std::isnan(draw(item, 1)));
-    EXPECT_FALSE(std::isnan(draw(item, kGammaMaxAttempts)));
+    EXPECT_TRUE(
+        std::isnan(GammaDrawItem<T>(KindTag::kGamma, 1, item, g, 1).dv));
+    EXPECT_FALSE(std::isnan(GammaDrawItem<T>(KindTag::kGamma, 1, item, g).dv));
   }
   EXPECT_EQ(found, 3);
 }

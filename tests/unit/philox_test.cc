@@ -36,10 +36,6 @@ TEST(PhiloxTest, KindTagsAreStable) {
   // Contract version 2: gamma and Dirichlet moved from "GAM1" / "DIR1"
   // (0x47414d31 / 0x44495231, retired, never reused) to new tags.
   EXPECT_EQ(static_cast<uint32_t>(KindTag::kGamma), 0x47414d32u);
-  // Contract version 3: gamma moved to "GAM3" and "GAX3" (its auxiliary
-  // uniforms); "GAM2" stays only for the benchmark's version-2 kernel.
-  EXPECT_EQ(static_cast<uint32_t>(KindTag::kGamma3), 0x47414d33u);
-  EXPECT_EQ(static_cast<uint32_t>(KindTag::kGamma3Aux), 0x47415833u);
   EXPECT_EQ(static_cast<uint32_t>(KindTag::kDirichlet), 0x44495232u);
   EXPECT_EQ(static_cast<uint32_t>(KindTag::kCategorical), 0x43415431u);
   EXPECT_EQ(static_cast<uint32_t>(KindTag::kBoards), 0x42524431u);

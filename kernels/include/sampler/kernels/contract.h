@@ -12,10 +12,7 @@ namespace sampler::kernels {
 // 1: the first published layout.
 // 2: gamma and Dirichlet acceptance without cancellation (exact at shapes
 //    up to 1e10 in float32), tags GAM2 and DIR2.
-// 3: gamma with ziggurat normals, float32 items 2j and 2j + 1 sharing one
-//    Philox block per attempt, float64 one block per attempt (was two);
-//    tags GAM3 and GAX3. Dirichlet unchanged (DIR2).
-inline constexpr int kContractVersion = 3;
+inline constexpr int kContractVersion = 2;
 
 }  // namespace sampler::kernels
 

@@ -280,63 +280,6 @@ SAMPLER_HD GammaUniforms<T> GammaAttemptUniforms(KindTag tag, uint64_t seed,
 // only) or by the exact logarithm.
 enum class GammaTestPath { kSqueeze, kFastLog, kExactLog };
 
-// What the test of one attempt knows before its logarithms: the values the
-// logarithmic test needs, and the output should the attempt be accepted.
-// Split from GammaTryZ so that a kernel can decide the squeeze first and
-// run the logarithmic tests of several lanes together later (the bits are
-// those of GammaTryZ, which is these two steps back to back).
-template <typename T>
-struct GammaPending {
-  T z2;       // z * z
-  T t;        // v - 1 (near) or (s * s) * s - 1 (far)
-  T v;        // (s * s) * s (far only; 1 near)
-  T out;      // the output d v should the attempt be accepted
-  bool near;  // w >= -1/4: t carried apart from 1
-};
-
-// The test of an attempt up to the squeeze: -1 rejected (1 + c z <= 0),
-// +1 accepted by the squeeze, 0 undecided (GammaLogTest decides, from *p).
-template <typename T>
-SAMPLER_HD int GammaSqueezeTest(const GammaShape<T>& g, T z, T ua,
-                                GammaPending<T>* p) {
-  const T s = detmath::Fma(g.c, z, T(1));
-  if (s <= T(0)) return -1;
-  const T w = g.c * z;
-  p->z2 = z * z;
-  p->near = w >= T(-0.25);
-  p->v = T(1);
-  if (p->near) {
-    p->t = w * (T(3) + w * (T(3) + w));
-    p->out = detmath::Fma(g.d, p->t, g.d);
-  } else {
-    p->v = (s * s) * s;
-    p->t = p->v - T(1);
-    p->out = g.d * p->v;
-  }
-  // The squeeze settles most attempts without a logarithm (92% over the
-  // shapes of gamma_test, more for large shapes).
-  return ua < T(1) - T(0.0331) * (p->z2 * p->z2) ? 1 : 0;
-}
-
-// The logarithmic test of an attempt the squeeze left undecided.
-template <typename T>
-SAMPLER_HD bool GammaLogTest(const GammaShape<T>& g, const GammaPending<T>& p,
-                             T ua, GammaTestPath* path = nullptr) {
-  const T e =
-      p.near ? gamma_internal::Log1pMinusId(p.t) : detmath::Log(p.v) - p.t;
-  const T h = detmath::Fma(g.d, e, p.z2 * T(0.5));
-  int decided = 0;
-#if defined(__CUDA_ARCH__)
-  decided = gamma_internal::FastLogTest(ua, h);
-#endif
-  if (decided != 0) {
-    if (path != nullptr) *path = GammaTestPath::kFastLog;
-    return decided > 0;
-  }
-  if (path != nullptr) *path = GammaTestPath::kExactLog;
-  return detmath::Log(ua) < h;
-}
-
 // The test of one attempt from its normal variate z and its accept/reject
 // uniform ua (GammaTryAttempt below draws them). Separate so that tests can
 // check the acceptance arithmetic directly on a grid of (z, ua)
@@ -381,11 +324,39 @@ template <typename T>
 SAMPLER_HD bool GammaTryZ(const GammaShape<T>& g, T z, T ua, T* dv,
                           GammaTestPath* path = nullptr) {
   if (path != nullptr) *path = GammaTestPath::kSqueeze;
-  GammaPending<T> p;
-  const int squeeze = GammaSqueezeTest(g, z, ua, &p);
-  if (squeeze < 0) return false;
-  const bool accept = squeeze > 0 || GammaLogTest(g, p, ua, path);
-  if (accept) *dv = p.out;
+  const T s = detmath::Fma(g.c, z, T(1));
+  if (s <= T(0)) return false;
+  const T w = g.c * z;
+  const T z2 = z * z;
+  const bool near = w >= T(-0.25);
+  T t, out, v = T(1);
+  if (near) {
+    t = w * (T(3) + w * (T(3) + w));
+    out = detmath::Fma(g.d, t, g.d);
+  } else {
+    v = (s * s) * s;
+    t = v - T(1);
+    out = g.d * v;
+  }
+  // The squeeze settles most attempts without a logarithm (92% over the
+  // shapes of gamma_test, more for large shapes).
+  bool accept = ua < T(1) - T(0.0331) * (z2 * z2);
+  if (!accept) {
+    const T e = near ? gamma_internal::Log1pMinusId(t) : detmath::Log(v) - t;
+    const T h = detmath::Fma(g.d, e, z2 * T(0.5));
+    int decided = 0;
+#if defined(__CUDA_ARCH__)
+    decided = gamma_internal::FastLogTest(ua, h);
+#endif
+    if (decided != 0) {
+      if (path != nullptr) *path = GammaTestPath::kFastLog;
+      accept = decided > 0;
+    } else {
+      if (path != nullptr) *path = GammaTestPath::kExactLog;
+      accept = detmath::Log(ua) < h;
+    }
+  }
+  if (accept) *dv = out;
   return accept;
 }
 

@@ -17,17 +17,9 @@ namespace sampler::kernels {
 // Values are part of the wire contract (golden tests pin them): never renumber.
 // A kind whose bits change takes a new tag (docs/randomness.md lists the
 // retired ones: gamma "GAM1" 0x47414d31 and Dirichlet "DIR1" 0x44495231 were
-// contract version 1's, gamma "GAM2" version 2's).
+// contract version 1's).
 enum class KindTag : uint32_t {
-  // "GAM2": retired in contract version 3 (Box-Muller, one block per
-  // attempt); kept only for the version-2 kernel that gamma_bench times.
-  kGamma = 0x47414d32,
-  // "GAM3", contract version 3: gamma attempts (ziggurat normals, items 2j
-  // and 2j + 1 sharing block (k, j) in float32).
-  kGamma3 = 0x47414d33,
-  // "GAX3", contract version 3: gamma's auxiliary uniforms (ziggurat wedge
-  // and tail, the shape < 1 boost), addressed by item.
-  kGamma3Aux = 0x47415833,
+  kGamma = 0x47414d32,        // "GAM2", contract version 2
   kDirichlet = 0x44495232,    // "DIR2", contract version 2
   kCategorical = 0x43415431,  // "CAT1": retired (float prefix sums)
   kBoards = 0x42524431,       // "BRD1"

@@ -102,10 +102,6 @@ struct GammaBatch {
 struct GammaCounters {
   unsigned long long warp_calls;        // rows of 32 outputs a warp finished
   unsigned long long warp_iterations;   // rejection-loop iterations of warps
-                                        // (contract-3 kernel: two attempt
-                                        // slots per iteration, one per item
-                                        // of a lane's pair; warp_calls
-                                        // counts pairs there)
   unsigned long long lane_attempts;     // attempts computed by lanes
   unsigned long long lane_items;        // outputs written
   unsigned long long warp_full_tests;   // warp iterations past the squeeze
@@ -113,10 +109,6 @@ struct GammaCounters {
   unsigned long long warp_exact_tests;  // warp iterations computing the
                                         // deterministic logarithms
   unsigned long long lane_exact_tests;  // attempts the fast test left open
-  unsigned long long lane_blocks;       // Philox blocks computed by lanes
-                                        // (contract-3 kernel only: main,
-                                        // wedge, tail (one a pass) and boost
-                                        // blocks; 0 from version 2's)
 };
 
 struct GammaLaunchOptions {
@@ -129,24 +121,6 @@ struct GammaLaunchOptions {
   GammaCounters* counters = nullptr;
   // 0: as many blocks as fill the device (or fewer for small batches).
   int max_blocks = 0;
-  // Bench only (gamma_bench's "gamma_v2" rows): LaunchGamma runs contract
-  // version 2's kernel (Box-Muller, tag GAM2), whose bits no backend serves
-  // any more, for a same-run comparison. LaunchDirichlet ignores it.
-  bool bench_v2_kernel = false;
-  // Gamma, contract version 3's kernel: where its ziggurat fast-path table
-  // lives. false (the service's): global memory through the read-only
-  // cache; true: a block-wide shared-memory copy. The bits are the same;
-  // gamma_bench measures both.
-  bool zig_table_shared = false;
-  // Bench only: contract version 3's kernel compiled for more resident warps
-  // and fewer registers a thread (float32 64 instead of 80, float64 102
-  // instead of 128). Same bits.
-  bool bench_max_warps = false;
-  // Bench only: contract version 3's kernel computes the exact side of the
-  // logarithmic test whenever the squeeze leaves it open, without the
-  // service's pre-decision from hardware-log estimates (gamma3.cu's
-  // FastHTest). Same bits.
-  bool bench_exact_h = false;
 };
 
 // Enqueues the batch on `stream`: zeroes segment_status, then one kernel.
