@@ -276,6 +276,21 @@ if want catblock; then
   done
 fi
 
+# enumerate_ncu LABEL ONLY KERNEL_REGEX LINES PATTERN: Nsight Compute on the
+# first launch of KERNEL_REGEX in `enumerate_bench --quick --only=ONLY`, to
+# $work/enumerate_LABEL_ncu.log; the summary keeps LINES lines matching
+# PATTERN.
+enumerate_ncu() {
+  timeout 120 ncu --section SpeedOfLight --section Occupancy \
+    --section SchedulerStats --section WarpStateStats \
+    --section MemoryWorkloadAnalysis --section LaunchStats \
+    --section ComputeWorkloadAnalysis --section InstructionStats \
+    -k "regex:$3" -c 1 ./enumerate_bench --quick \
+    "--only=$2" > "$work/enumerate_$1_ncu.log" 2>&1
+  summary "enumerate $1 ncu: rc=$? $(grep -E "$5" "$work/enumerate_$1_ncu.log" \
+    | sed -E 's/ +/ /g' | head -"$4" | tr '\n' ';')"
+}
+
 # The enumeration kernels (issue 11): enumerate_bench at every size, float
 # and double, the pair kernel (m <= 32, a warp per problem) beside the
 # direct kernel's configurations and the small-problems path (the server's
@@ -302,14 +317,8 @@ if want enumerate; then
       "float:256:4096:g1r7x4|r7x4|LinearKernel" \
       "float:1024:256:g1r7s4|r7s4|LinearKernel"; do
       IFS='|' read -r only label kernel <<< "$v"
-      timeout 120 ncu --section SpeedOfLight --section Occupancy \
-        --section SchedulerStats --section WarpStateStats \
-        --section MemoryWorkloadAnalysis --section LaunchStats \
-        --section ComputeWorkloadAnalysis \
-        -k "regex:$kernel" -c 1 ./enumerate_bench --quick \
-        "--only=$only" > "$work/enumerate_${label}_ncu.log" 2>&1
-      summary "enumerate $label ncu: rc=$? $(grep -E 'Duration|DRAM Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread|Waves Per SM' \
-        "$work/enumerate_${label}_ncu.log" | sed -E 's/ +/ /g' | head -10 | tr '\n' ';')"
+      enumerate_ncu "$label" "$only" "$kernel" 10 \
+        'Duration|DRAM Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|Achieved Occupancy|Registers Per Thread|Waves Per SM'
     done
   fi
 fi
@@ -342,14 +351,8 @@ if want tensor; then
   if command -v ncu > /dev/null; then
     for v in "float:256:4096:dmma t2|t2_256" "double:1024:256:dmma t2|t2_1024"; do
       IFS='|' read -r only label <<< "$v"
-      timeout 120 ncu --section SpeedOfLight --section Occupancy \
-        --section SchedulerStats --section WarpStateStats \
-        --section MemoryWorkloadAnalysis --section LaunchStats \
-        --section ComputeWorkloadAnalysis --section InstructionStats \
-        -k "regex:TensorKernel" -c 1 ./enumerate_bench --quick \
-        "--only=$only" > "$work/enumerate_${label}_ncu.log" 2>&1
-      summary "enumerate $label ncu: rc=$? $(grep -E 'Duration|Issue Slots Busy|Achieved Occupancy|Registers Per Thread|Waves Per SM|Shared Memory|FP64|Tensor' \
-        "$work/enumerate_${label}_ncu.log" | sed -E 's/ +/ /g' | head -14 | tr '\n' ';')"
+      enumerate_ncu "$label" "$only" TensorKernel 14 \
+        'Duration|Issue Slots Busy|Achieved Occupancy|Registers Per Thread|Waves Per SM|Shared Memory|FP64|Tensor'
     done
   fi
 fi
