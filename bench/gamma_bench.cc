@@ -1,6 +1,7 @@
 // Benchmark of the CUDA gamma kernel (kernels/gamma.cu): throughput of
 // scalar shapes 0.3, 1, 2.5, 10 (one group) and per-element shapes
-// U(0.1, 10), float32 and float64, with and without warp-aware pre-caching;
+// U(0.1, 10), float32 and float64, with and without warp-aware pre-caching,
+// in each of the kernel's tunings (kTunings, same bits);
 // and the warp efficiency of the rejection loop, measured by the kernel's
 // instrumented variant against the model of gamma-rejection-on-gpus.txt.
 //
@@ -9,8 +10,9 @@
 //
 //   gamma_bench [--n=134217728] [--reps=20] [--json=PATH] [--ncu]
 //
-// --ncu: one launch of each of a few configurations on 2^22 outputs, for
-// profiling under Nsight Compute (no timing, no model).
+// --ncu: one launch of each of a few configurations on 2^22 outputs (the
+// service's pre-caching choice, every tuning), for profiling under Nsight
+// Compute (no timing, no model).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -250,8 +252,35 @@ struct Config {
   double shape;  // < 0: per-element U(0.1, 10)
 };
 
+// The kernel's tunings (GammaLaunchOptions: seed_keys_in_params,
+// defer_slow_outputs), same bits in every one: "v2" is the kernel before
+// them.
+struct Tuning {
+  const char* name;
+  bool keys, defer;
+};
+constexpr Tuning kTunings[] = {{"v2", false, false},
+                               {"keys", true, false},
+                               {"defer", false, true},
+                               {"keys+defer", true, true}};
+
+GammaLaunchOptions OptionsFor(bool pre_cache, const Tuning& t) {
+  GammaLaunchOptions options;
+  options.pre_cache = pre_cache;
+  options.seed_keys_in_params = t.keys;
+  options.defer_slow_outputs = t.defer;
+  return options;
+}
+
+// The tuning the service launches: the options' defaults.
+bool IsServiceTuning(const Tuning& t) {
+  const GammaLaunchOptions defaults;
+  return t.keys == defaults.seed_keys_in_params &&
+         t.defer == defaults.defer_slow_outputs;
+}
+
 struct Row {
-  std::string precision, config;
+  std::string precision, config, tuning;
   bool pre_cache;
   bool service;  // the variant the service launches (PreCachePays)
   double ms, gsps;
@@ -320,86 +349,92 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
   if (cfg.shape > 0) p_model = AcceptProbability(cfg.shape);
 
   for (bool pre_cache : {true, false}) {
-    GammaLaunchOptions options;
-    options.pre_cache = pre_cache;
-    for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
-    std::vector<double> times;
-    for (int i = 0; i < reps; ++i) {
-      BENCH_CUDA(cudaEventRecord(start.get(), s));
-      BENCH_CHECK(LaunchGamma(batch, s, options));
-      BENCH_CUDA(cudaEventRecord(stop.get(), s));
-      BENCH_CUDA(cudaEventSynchronize(stop.get()));
-      float ms = 0;
-      BENCH_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-      times.push_back(ms);
-    }
-    // Every output written and finite or zero (a poisoned NaN would show),
-    // in a sample of them.
-    std::vector<T> sample(std::min<int64_t>(n, 1 << 20));
-    uint32_t status = 0;
-    BENCH_CHECK(stager.Download(dev.staged, [&](const char* out) {
-      std::memcpy(sample.data(), builder.OutLayout().Values(out),
-                  sizeof(T) * sample.size());
-      status = builder.OutLayout().StatusWords(out)[0];
-    }));
-    for (T x : sample) {
-      if (!(x >= T(0)) || !std::isfinite(x)) {
-        std::fprintf(stderr, "bad output %g\n", static_cast<double>(x));
+    for (const Tuning& tuning : kTunings) {
+      const GammaLaunchOptions options = OptionsFor(pre_cache, tuning);
+      for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
+      std::vector<double> times;
+      for (int i = 0; i < reps; ++i) {
+        BENCH_CUDA(cudaEventRecord(start.get(), s));
+        BENCH_CHECK(LaunchGamma(batch, s, options));
+        BENCH_CUDA(cudaEventRecord(stop.get(), s));
+        BENCH_CUDA(cudaEventSynchronize(stop.get()));
+        float ms = 0;
+        BENCH_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+        times.push_back(ms);
+      }
+      // Every output written and finite or zero (a poisoned NaN would show),
+      // in a sample of them.
+      std::vector<T> sample(std::min<int64_t>(n, 1 << 20));
+      uint32_t status = 0;
+      BENCH_CHECK(stager.Download(dev.staged, [&](const char* out) {
+        std::memcpy(sample.data(), builder.OutLayout().Values(out),
+                    sizeof(T) * sample.size());
+        status = builder.OutLayout().StatusWords(out)[0];
+      }));
+      for (T x : sample) {
+        if (!(x >= T(0)) || !std::isfinite(x)) {
+          std::fprintf(stderr, "bad output %g\n", static_cast<double>(x));
+          std::exit(1);
+        }
+      }
+      if (status != 0) {
+        std::fprintf(stderr, "segment status %u\n", status);
         std::exit(1);
       }
-    }
-    if (status != 0) {
-      std::fprintf(stderr, "segment status %u\n", status);
-      std::exit(1);
-    }
 
-    // The instrumented variant on the same inputs.
-    char* counters =
-        static_cast<char*>(dev.staged.regions.out) + dev.counters_at;
-    GammaLaunchOptions counted = options;
-    counted.counters = reinterpret_cast<GammaCounters*>(counters);
-    BENCH_CUDA(cudaMemsetAsync(counters, 0, sizeof(GammaCounters), s));
-    BENCH_CHECK(LaunchGamma(batch, s, counted));
-    Row row;
-    BENCH_CHECK(stager.Download(dev.staged, [&](const char* out) {
-      std::memcpy(&row.counters, out + dev.counters_at, sizeof(GammaCounters));
-    }));
+      // The instrumented variant on the same inputs.
+      char* counters =
+          static_cast<char*>(dev.staged.regions.out) + dev.counters_at;
+      GammaLaunchOptions counted = options;
+      counted.counters = reinterpret_cast<GammaCounters*>(counters);
+      BENCH_CUDA(cudaMemsetAsync(counters, 0, sizeof(GammaCounters), s));
+      BENCH_CHECK(LaunchGamma(batch, s, counted));
+      Row row;
+      BENCH_CHECK(stager.Download(dev.staged, [&](const char* out) {
+        std::memcpy(&row.counters, out + dev.counters_at,
+                    sizeof(GammaCounters));
+      }));
 
-    row.precision = precision;
-    row.config = cfg.name;
-    row.pre_cache = pre_cache;
-    row.service = pre_cache == builder.PreCachePays();
-    row.ms = Median(times);
-    row.gsps = n / (row.ms * 1e-3) / 1e9;
-    if (cfg.shape > 0) {
-      row.p_model = p_model;
-      row.iters_model = pre_cache ? CachedIterations(p_model, kWarp)
-                                  : UncachedIterations(p_model, kWarp);
-      row.eff_model = 1.0 / (p_model * row.iters_model);
-    } else {
-      double mean_p = 0;
-      for (double p : p_table) mean_p += 1.0 / p;
-      row.p_model = p_table.size() / mean_p;  // items per attempt
-      const SimResult sim = SimulateWarps(p_table, pre_cache, 99);
-      row.iters_model = sim.iterations_per_call;
-      row.eff_model = sim.efficiency;
+      row.precision = precision;
+      row.config = cfg.name;
+      row.tuning = tuning.name;
+      row.pre_cache = pre_cache;
+      row.service =
+          pre_cache == builder.PreCachePays() && IsServiceTuning(tuning);
+      row.ms = Median(times);
+      row.gsps = n / (row.ms * 1e-3) / 1e9;
+      if (cfg.shape > 0) {
+        row.p_model = p_model;
+        row.iters_model = pre_cache ? CachedIterations(p_model, kWarp)
+                                    : UncachedIterations(p_model, kWarp);
+        row.eff_model = 1.0 / (p_model * row.iters_model);
+      } else {
+        double mean_p = 0;
+        for (double p : p_table) mean_p += 1.0 / p;
+        row.p_model = p_table.size() / mean_p;  // items per attempt
+        const SimResult sim = SimulateWarps(p_table, pre_cache, 99);
+        row.iters_model = sim.iterations_per_call;
+        row.eff_model = sim.efficiency;
+      }
+      rows->push_back(row);
+      const GammaCounters& c = row.counters;
+      std::printf(
+          "%-8s %-14s pre=%d%s %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
+          "%.4f)  iters/call %.3f (model %.3f)  efficiency %.3f (model %.3f)  "
+          "log-test warps %.3f  exact-log warps %.4f lanes %.2e  tuning=%s\n",
+          precision, cfg.name.c_str(), pre_cache ? 1 : 0,
+          row.service ? "*" : " ", row.ms, row.gsps,
+          static_cast<double>(c.lane_items) / c.lane_attempts, row.p_model,
+          static_cast<double>(c.warp_iterations) / c.warp_calls,
+          row.iters_model,
+          static_cast<double>(c.lane_attempts) / (32.0 * c.warp_iterations),
+          row.eff_model,
+          static_cast<double>(c.warp_full_tests) / c.warp_iterations,
+          static_cast<double>(c.warp_exact_tests) / c.warp_iterations,
+          static_cast<double>(c.lane_exact_tests) / c.lane_attempts,
+          tuning.name);
+      std::fflush(stdout);
     }
-    rows->push_back(row);
-    const GammaCounters& c = row.counters;
-    std::printf(
-        "%-8s %-14s pre=%d%s %8.3f ms  %7.2f Gsamples/s | p %.4f (model "
-        "%.4f)  iters/call %.3f (model %.3f)  efficiency %.3f (model %.3f)  "
-        "log-test warps %.3f  exact-log warps %.4f lanes %.2e\n",
-        precision, cfg.name.c_str(), pre_cache ? 1 : 0, row.service ? "*" : " ",
-        row.ms, row.gsps, static_cast<double>(c.lane_items) / c.lane_attempts,
-        row.p_model, static_cast<double>(c.warp_iterations) / c.warp_calls,
-        row.iters_model,
-        static_cast<double>(c.lane_attempts) / (32.0 * c.warp_iterations),
-        row.eff_model,
-        static_cast<double>(c.warp_full_tests) / c.warp_iterations,
-        static_cast<double>(c.warp_exact_tests) / c.warp_iterations,
-        static_cast<double>(c.lane_exact_tests) / c.lane_attempts);
-    std::fflush(stdout);
   }
 }
 
@@ -437,15 +472,15 @@ void NcuLaunches(Stager& stager) {
     const GammaBatchBuilder<T> builder = MakeBuilder<T>(cfg, n);
     const DeviceBatch<T> dev = Upload(builder, stager);
     const GammaBatch<T>& batch = dev.view;
-    for (bool pre_cache : {true, false}) {
-      if (sizeof(T) == 8 && !pre_cache) continue;
-      GammaLaunchOptions options;
-      options.pre_cache = pre_cache;
-      BENCH_CHECK(LaunchGamma(batch, s, options));
+    // The service's pre-caching choice, the kernel before the tunings and
+    // with each.
+    const bool pre_cache = builder.PreCachePays();
+    for (const Tuning& tuning : kTunings) {
+      BENCH_CHECK(LaunchGamma(batch, s, OptionsFor(pre_cache, tuning)));
       BENCH_CUDA(cudaStreamSynchronize(s));
-      std::printf("ncu launch: %s %s pre=%d\n",
+      std::printf("ncu launch: %s %s pre=%d tuning=%s\n",
                   sizeof(T) == 4 ? "float32" : "float64", cfg.name.c_str(),
-                  pre_cache ? 1 : 0);
+                  pre_cache ? 1 : 0, tuning.name);
     }
   }
 }
@@ -528,7 +563,8 @@ int Main(int argc, char** argv) {
       const GammaCounters& c = r.counters;
       std::fprintf(
           f,
-          "  {\"precision\": \"%s\", \"config\": \"%s\", \"pre_cache\": %s, "
+          "  {\"precision\": \"%s\", \"config\": \"%s\", \"tuning\": \"%s\", "
+          "\"pre_cache\": %s, "
           "\"service\": %s, \"ms\": %.5f, \"gsps\": %.4f, \"warp_calls\": "
           "%llu, "
           "\"warp_iterations\": %llu, \"lane_attempts\": %llu, "
@@ -536,11 +572,12 @@ int Main(int argc, char** argv) {
           "\"lane_full_tests\": %llu, \"warp_exact_tests\": %llu, "
           "\"lane_exact_tests\": %llu, \"p_model\": %.6f, "
           "\"iters_model\": %.5f, \"eff_model\": %.5f}%s\n",
-          r.precision.c_str(), r.config.c_str(), r.pre_cache ? "true" : "false",
-          r.service ? "true" : "false", r.ms, r.gsps, c.warp_calls,
-          c.warp_iterations, c.lane_attempts, c.lane_items, c.warp_full_tests,
-          c.lane_full_tests, c.warp_exact_tests, c.lane_exact_tests, r.p_model,
-          r.iters_model, r.eff_model, i + 1 < rows.size() ? "," : "");
+          r.precision.c_str(), r.config.c_str(), r.tuning.c_str(),
+          r.pre_cache ? "true" : "false", r.service ? "true" : "false", r.ms,
+          r.gsps, c.warp_calls, c.warp_iterations, c.lane_attempts,
+          c.lane_items, c.warp_full_tests, c.lane_full_tests,
+          c.warp_exact_tests, c.lane_exact_tests, r.p_model, r.iters_model,
+          r.eff_model, i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, " ]\n}\n");
     std::fclose(f);

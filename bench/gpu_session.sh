@@ -6,9 +6,9 @@
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
 # service floor multi wire pb small smallprof plan crossover upload unary
-# categorical catblock enumerate tensor issue13.
+# categorical catblock enumerate tensor gamma issue13.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical catblock enumerate tensor issue13}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical catblock enumerate tensor gamma issue13}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -355,6 +355,19 @@ if want tensor; then
         'Duration|Issue Slots Busy|Achieved Occupancy|Registers Per Thread|Waves Per SM|Shared Memory|FP64|Tensor'
     done
   fi
+fi
+
+# Issue 11, session 11 (helper G): the gamma kernel's tunings (round keys
+# from the launch parameters, slow outputs deferred; same bits) against the
+# kernel before them ("v2"), pre-caching on and off, at shapes 0.3, 1, 2.5,
+# 10 and U(0.1, 10), float32 and float64, 2^27 outputs: 80 timed rows,
+# about 40 s. The summary keeps every row's G samples/s.
+if want gamma; then
+  timeout 150 ./gamma_bench --json="$work/gamma.json" \
+    > "$work/gamma_bench.log" 2>&1
+  summary "gamma bench: rc=$? $(grep -E '^(device|float32|float64) ' \
+    "$work/gamma_bench.log" | sed -E 's/ +/ /g; s/ [0-9.]+ ms ([0-9.]+) Gsamples\/s .*tuning=(.*)/ \1 \2/' \
+    | tr '\n' ';')"
 fi
 
 # Every ratio of issue 13 in one command (its "Done when"), about 400 s

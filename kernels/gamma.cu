@@ -108,12 +108,61 @@ struct GammaSource {
   static __device__ __forceinline__ void Write(const Batch& b, int64_t index,
                                                const Item<T>& it,
                                                const GammaDraw<T>& x) {
+    Store(b.out, index, it.g, x, it.scale, it.log_output);
+  }
+
+  static __device__ __forceinline__ void Store(T* out, int64_t index,
+                                               const GammaShape<T>& g,
+                                               const GammaDraw<T>& x, T scale,
+                                               bool log_output) {
     // log(scale) per item even for groups: the same pure function of the
     // same value as the CPU's per-group hoisting.
-    const T log_scale = it.log_output ? detmath::Log(it.scale) : T(0);
-    b.out[index] = GammaOutput(it.g, x, it.scale, log_scale, it.log_output);
+    const T log_scale = log_output ? detmath::Log(scale) : T(0);
+    out[index] = GammaOutput(g, x, scale, log_scale, log_output);
+  }
+
+  // Deferred outputs (gamma_device.cuh, kDefer): the boost of shapes below
+  // 1 (two logarithms, a division and an exponential per item).
+  struct SlowOutput {
+    int64_t index;
+    T shape, scale, dv, ub;
+    bool log_output;
+  };
+  static __device__ __forceinline__ bool IsSlow(const Item<T>& it) {
+    return it.g.boost;
+  }
+  static __device__ __forceinline__ SlowOutput Slow(int64_t index,
+                                                    const Item<T>& it,
+                                                    const GammaDraw<T>& x) {
+    return SlowOutput{index, it.g.shape, it.scale, x.dv, x.ub, it.log_output};
+  }
+  static __device__ __forceinline__ void WriteSlow(T* out,
+                                                   const SlowOutput& e) {
+    // GammaOutput reads the shape and the boost flag only.
+    GammaShape<T> g;
+    g.shape = e.shape;
+    g.d = T(0);
+    g.c = T(0);
+    g.boost = true;
+    Store(out, e.index, g, GammaDraw<T>{e.dv, e.ub}, e.scale, e.log_output);
   }
 };
+
+// The tunings of gamma_device.cuh that the batch allows and the options ask
+// for, as template arguments.
+template <typename T>
+absl::Status LaunchTuned(const GammaBatch<T>& batch, cudaStream_t stream,
+                         const GammaLaunchOptions& options) {
+  const bool keys = options.seed_keys_in_params && batch.one_seed;
+  const bool defer = options.defer_slow_outputs;
+  using S = GammaSource<T>;
+  if (keys) {
+    return defer ? LaunchRejection<T, S, true, true>(batch, stream, options)
+                 : LaunchRejection<T, S, true, false>(batch, stream, options);
+  }
+  return defer ? LaunchRejection<T, S, false, true>(batch, stream, options)
+               : LaunchRejection<T, S, false, false>(batch, stream, options);
+}
 }  // namespace
 
 template <typename T>
@@ -124,7 +173,7 @@ absl::Status LaunchGamma(const GammaBatch<T>& batch, cudaStream_t stream,
         cudaMemsetAsync(batch.segment_status, 0,
                         sizeof(uint32_t) * batch.num_segments, stream));
   }
-  return LaunchRejection<T, GammaSource<T>>(batch, stream, options);
+  return LaunchTuned(batch, stream, options);
 }
 
 absl::Status SegmentStatus(uint32_t word, int segment) {
@@ -269,6 +318,14 @@ GammaBatch<T> GammaBatchBuilder<T>::View(const void* device_arena, T* out,
   b.groups = reinterpret_cast<const GammaGroupParams<T>*>(base + o.groups);
   b.out = out;
   b.segment_status = segment_status;
+  // One seed for the whole batch (every batch of one request): the kernel
+  // may take its Philox round keys from its parameters.
+  b.one_seed = !segments_.empty() &&
+               std::all_of(segments_.begin(), segments_.end(),
+                           [&](const GammaSegment& seg) {
+                             return seg.seed == segments_.front().seed;
+                           });
+  if (b.one_seed) b.round_keys = PhiloxKeySchedule(segments_.front().seed);
   return b;
 }
 

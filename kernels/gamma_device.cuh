@@ -33,6 +33,20 @@
 // segment_status), its Philox kind tag (kTag), Fetch(batch, index, delta,
 // cursor, prev, out), which loads the item at a batch index, and
 // Write(batch, index, item, draw), which stores its output.
+//
+// Two tunings, neither of which moves a bit (bench/results/gamma-kernel.md,
+// "Session 11"), for sources that support them (GammaSource):
+// - kKeys: every segment shares one seed, and the batch carries its Philox
+//   round keys (Batch::round_keys, PhiloxKeySchedule): they are read from the
+//   kernel's parameters, an operand of the rounds' XORs, instead of being
+//   added up per block (18 of a block's ~64 instructions) and the seed is
+//   not kept per item.
+// - kDefer: outputs that need the slow path (Source::IsSlow: the boost of a
+//   shape below 1, ~130 instructions) are queued in the warp's shared memory
+//   where the warp's items are mixed, and written 32 at a time by every lane
+//   (SlowOutputQueue), rather than by the few lanes that need them while the
+//   others wait. The source then also gives SlowOutput (what such an output
+//   is made from), Slow(index, item, draw) and WriteSlow(out, entry).
 #ifndef SAMPLER_KERNELS_GAMMA_DEVICE_CUH_
 #define SAMPLER_KERNELS_GAMMA_DEVICE_CUH_
 
@@ -135,17 +149,105 @@ struct Slot {
   GammaDraw<T> draw;
 };
 
+// An attempt's uniforms, its round keys from the seed or (kKeys) from the
+// batch's table in the kernel's parameters.
+template <typename T, typename Source, bool kKeys>
+__device__ __forceinline__ GammaUniforms<T> AttemptUniforms(
+    const typename Source::Batch& batch, uint64_t seed, uint64_t item,
+    uint32_t attempt) {
+  if constexpr (kKeys) {
+    return GammaAttemptUniformsFromKeys<T>(Source::kTag, batch.round_keys, item,
+                                           attempt);
+  } else {
+    return GammaAttemptUniforms<T>(Source::kTag, seed, item, attempt);
+  }
+}
+
+// Writes each lane's current item at the end of a call, there and then.
+template <typename T, typename Source, bool kDefer>
+struct OutputWriter {
+  __device__ __forceinline__ void Write(const typename Source::Batch& batch,
+                                        int64_t index, const Item<T>& it,
+                                        const GammaDraw<T>& draw) {
+    if (index < batch.total) Source::Write(batch, index, it, draw);
+  }
+  __device__ __forceinline__ void Flush(const typename Source::Batch&) {}
+};
+
+// The deferring writer (kDefer): where some of a call's valid items need
+// the slow output and others do not, the slow ones go to the warp's queue
+// in shared memory, and once 32 are queued every lane writes one of them.
+// Where all or none of them are slow it writes there and then. An output is
+// a pure function of (item, draw), so when it is written moves no bit; the
+// outputs the queue writes are scattered, which costs little: the kernel
+// writes 5-10% of the copy rate.
+template <typename T, typename Source>
+struct OutputWriter<T, Source, true> {
+  using Entry = typename Source::SlowOutput;
+  static constexpr int kCapacity = 2 * kWarpSize;  // 31 left + 32 new
+
+  // The warp's queue, its address derived where used (no register kept).
+  static __device__ __forceinline__ Entry* Queue() {
+    __shared__ Entry queues[kBlockThreads / kWarpSize][kCapacity];
+    return queues[threadIdx.x / kWarpSize];
+  }
+
+  __device__ __forceinline__ void Write(const typename Source::Batch& batch,
+                                        int64_t index, const Item<T>& it,
+                                        const GammaDraw<T>& draw) {
+    const bool valid = index < batch.total;
+    const bool slow = valid && Source::IsSlow(it);
+    const unsigned slow_lanes = __ballot_sync(kFullMask, slow);
+    const unsigned valid_lanes = __ballot_sync(kFullMask, valid);
+    if (slow_lanes == 0 || slow_lanes == valid_lanes) {
+      if (valid) Source::Write(batch, index, it, draw);
+      return;
+    }
+    const unsigned lane = threadIdx.x % kWarpSize;
+    if (slow) {
+      const int at = queued + __popc(slow_lanes & ((1u << lane) - 1u));
+      Queue()[at] = Source::Slow(index, it, draw);
+    } else if (valid) {
+      Source::Write(batch, index, it, draw);
+    }
+    queued += __popc(slow_lanes);
+    if (queued >= kWarpSize) {
+      __syncwarp();
+      queued -= kWarpSize;
+      WriteQueued(batch.out, queued + static_cast<int>(lane));
+      __syncwarp();  // read before the next call's entries overwrite them
+    }
+  }
+
+  // The queue's rest, at the end of the kernel.
+  __device__ __forceinline__ void Flush(const typename Source::Batch& batch) {
+    __syncwarp();
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    if (lane < queued) WriteQueued(batch.out, lane);
+  }
+
+  // Not inlined: the rejection loop's registers are saved around the call,
+  // which runs once in about eleven calls at U(0.1, 10), instead of the
+  // slow output's own registers pressing on the whole loop.
+  static __device__ __noinline__ void WriteQueued(T* out, int at) {
+    Source::WriteSlow(out, Queue()[at]);
+  }
+
+  int queued = 0;  // the same in every lane
+};
+
 // One call: warp iterations until every lane's current item (slot kCur) is
 // accepted, its output, and the refill of the freed slot. With pre-caching
 // the two slots swap roles from call to call (the caller alternates kCur),
 // so no item is ever copied between registers: the next item is fetched
 // straight into the slot the written one leaves. `index` is the batch index
 // of the current item; the pre-cached one is one stride further.
-template <int kCur, typename T, typename Source, bool kPreCache, bool kCount>
+template <int kCur, typename T, typename Source, bool kPreCache, bool kCount,
+          bool kKeys, typename Writer>
 __device__ __forceinline__ void RunCall(const typename Source::Batch& batch,
                                         int64_t& index, int64_t stride,
                                         Cursor& cursor, Slot<T> (&slots)[2],
-                                        Tally& tally) {
+                                        Writer& writer, Tally& tally) {
   constexpr int kNxt = kPreCache ? 1 - kCur : kCur;
   Slot<T>& cur = slots[kCur];
   Slot<T>& nxt = slots[kNxt];
@@ -166,7 +268,7 @@ __device__ __forceinline__ void RunCall(const typename Source::Batch& batch,
       g.d = need ? cur.it.g.d : nxt.it.g.d;
       g.c = need ? cur.it.g.c : nxt.it.g.c;
       const GammaUniforms<T> u =
-          GammaAttemptUniforms<T>(Source::kTag, seed, item, attempt);
+          AttemptUniforms<T, Source, kKeys>(batch, seed, item, attempt);
       GammaDraw<T> draw{T(0), u.ub};
       bool accepted = GammaTryAttempt(g, u, &draw.dv, kCount ? &path : nullptr);
       if (!accepted && attempt + 1 == kGammaMaxAttempts) {
@@ -199,10 +301,8 @@ __device__ __forceinline__ void RunCall(const typename Source::Batch& batch,
           __any_sync(kFullMask, path == GammaTestPath::kExactLog) ? 1 : 0;
     }
   }
-  if (index < total) {
-    Source::Write(batch, index, cur.it, cur.draw);
-    if constexpr (kCount) ++tally.items;
-  }
+  writer.Write(batch, index, cur.it, cur.draw);
+  if constexpr (kCount) tally.items += index < total ? 1 : 0;
   if constexpr (kCount) ++tally.calls;
   index += stride;
   // The freed slot takes the lane's item after the (new) current one; the
@@ -225,7 +325,9 @@ inline constexpr int kMinBlocks = (sizeof(T) == 4) == kPreCache ? 8 : 0;
 
 // kPreCache: finished lanes work on their next item (see the file comment).
 // kCount: the instrumented variant, adding to *counters.
-template <typename T, typename Source, bool kPreCache, bool kCount>
+// kKeys, kDefer: the tunings of the file comment.
+template <typename T, typename Source, bool kPreCache, bool kCount, bool kKeys,
+          bool kDefer>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<T, kPreCache>)
     RejectionKernel(const typename Source::Batch batch,
                     GammaCounters* counters) {
@@ -249,20 +351,22 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<T, kPreCache>)
     s.draw = GammaDraw<T>{T(0), T(1)};
   }
   Tally tally;
+  OutputWriter<T, Source, kDefer> writer;
 
   // Every lane stays in the loops to the end, so the full-mask votes are
   // legal: all lanes of a warp see the same loop conditions. Unrolled by
   // two so that the slots' roles are compile-time constants.
   for (;;) {
     if (!__any_sync(kFullMask, index < total)) break;
-    RunCall<0, T, Source, kPreCache, kCount>(batch, index, stride, cursor,
-                                             slots, tally);
+    RunCall<0, T, Source, kPreCache, kCount, kKeys>(
+        batch, index, stride, cursor, slots, writer, tally);
     if constexpr (kPreCache) {
       if (!__any_sync(kFullMask, index < total)) break;
-      RunCall<1, T, Source, kPreCache, kCount>(batch, index, stride, cursor,
-                                               slots, tally);
+      RunCall<1, T, Source, kPreCache, kCount, kKeys>(
+          batch, index, stride, cursor, slots, writer, tally);
     }
   }
+  writer.Flush(batch);
 
   if constexpr (kCount) {
     // Warp tallies are the same in every lane; lane tallies are summed.
@@ -286,11 +390,13 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks<T, kPreCache>)
 
 // ------------------------------------------------------- launching ----
 
-template <typename T, typename Source, bool kPreCache, bool kCount>
+template <typename T, typename Source, bool kPreCache, bool kCount, bool kKeys,
+          bool kDefer>
 absl::Status RunRejection(const typename Source::Batch& batch,
                           cudaStream_t stream,
                           const GammaLaunchOptions& options) {
-  const auto kernel = RejectionKernel<T, Source, kPreCache, kCount>;
+  const auto kernel =
+      RejectionKernel<T, Source, kPreCache, kCount, kKeys, kDefer>;
   SAMPLER_ASSIGN_OR_RETURN(
       const int blocks, ResidentGridBlocks(kernel, kBlockThreads, batch.total,
                                            kBlockThreads, options.max_blocks));
@@ -299,18 +405,26 @@ absl::Status RunRejection(const typename Source::Batch& batch,
   return absl::OkStatus();
 }
 
-template <typename T, typename Source>
+// The caller picks the tunings (kKeys and kDefer need the source's support);
+// the instrumented variant always runs without them: they change no
+// iteration, attempt or output that it counts.
+template <typename T, typename Source, bool kKeys = false, bool kDefer = false>
 absl::Status LaunchRejection(const typename Source::Batch& batch,
                              cudaStream_t stream,
                              const GammaLaunchOptions& options) {
   if (batch.total <= 0) return absl::OkStatus();
-  const bool count = options.counters != nullptr;
-  if (options.pre_cache) {
-    return count ? RunRejection<T, Source, true, true>(batch, stream, options)
-                 : RunRejection<T, Source, true, false>(batch, stream, options);
+  if (options.counters != nullptr) {
+    return options.pre_cache
+               ? RunRejection<T, Source, true, true, false, false>(
+                     batch, stream, options)
+               : RunRejection<T, Source, false, true, false, false>(
+                     batch, stream, options);
   }
-  return count ? RunRejection<T, Source, false, true>(batch, stream, options)
-               : RunRejection<T, Source, false, false>(batch, stream, options);
+  return options.pre_cache
+             ? RunRejection<T, Source, true, false, kKeys, kDefer>(
+                   batch, stream, options)
+             : RunRejection<T, Source, false, false, kKeys, kDefer>(
+                   batch, stream, options);
 }
 
 }  // namespace sampler::kernels::cuda::gamma_device

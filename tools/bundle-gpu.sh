@@ -15,13 +15,13 @@ bundle_runtime=${BUNDLE_RUNTIME:-$root/../shared/tools/bundle-runtime}
   $b/bench/service/floor-server $b/bench/service/frames \
   $b/bench/service/wire_bench $b/bench/service/upload_bench \
   $b/bench/enumerate_plan_bench $b/bench/enumerate_bench $b/bench/enumerate_host_bench \
-  $b/bench/categorical_bench $(command -v h2load)
+  $b/bench/categorical_bench $b/bench/gamma_bench $(command -v h2load)
 # Debug information is most of the size; the carried folder is capped.
 strip --strip-debug "$dest"/sampler-server "$dest"/sampler-loadgen \
   "$dest"/samplerctl "$dest"/integration_test "$dest"/*_gpu_test \
   "$dest"/floor-server "$dest"/frames "$dest"/wire_bench \
   "$dest"/upload_bench "$dest"/enumerate_plan_bench "$dest"/enumerate_bench \
-  "$dest"/enumerate_host_bench "$dest"/categorical_bench
+  "$dest"/enumerate_host_bench "$dest"/categorical_bench "$dest"/gamma_bench
 cp "$root/bench/gpu_session.sh" "$root/bench/service/run.sh" \
   "$root/bench/service/report.py" "$root/bench/service/floor.sh" \
   "$root/bench/service/multi_gpu.sh" "$root/bench/service/multi_gpu_report.py" \

@@ -3,8 +3,8 @@
 // failure). Outputs are poisoned before every launch, so an unwritten
 // element fails as surely as a wrong one. Each batch also runs on a tiny
 // grid (many items per lane: the grid-stride loop and pre-caching across
-// segment and group boundaries), without pre-caching and instrumented: the
-// bits must not depend on any of it.
+// segment and group boundaries), without pre-caching, without the kernel's
+// tunings and instrumented: the bits must not depend on any of it.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -65,12 +65,16 @@ T LogUniform(std::mt19937_64& rng, double lo, double hi) {
   return static_cast<T>(std::exp(u(rng)));
 }
 
-// The launch variants that must all give the CPU's bits.
+// The launch variants that must all give the CPU's bits: pre-caching or
+// not, the gamma kernel's tunings (round keys from the launch parameters
+// where the batch has one seed; slow outputs deferred) or not, the grid.
 struct Variant {
   const char* name;
   bool pre_cache;
   bool count;
   int max_blocks;
+  bool keys = true;
+  bool defer = true;
 };
 constexpr Variant kVariants[] = {
     {"default", true, false, 0},
@@ -78,6 +82,12 @@ constexpr Variant kVariants[] = {
     {"no pre-caching", false, false, 0},
     {"no pre-caching, tiny grid", false, false, 3},
     {"instrumented, tiny grid", true, true, 1},
+    {"no tunings", true, false, 0, false, false},
+    {"no tunings, no pre-caching, tiny grid", false, false, 3, false, false},
+    {"keys only, tiny grid", true, false, 2, true, false},
+    {"keys only, no pre-caching", false, false, 0, true, false},
+    {"defer only, tiny grid", true, false, 2, false, true},
+    {"defer only, no pre-caching, tiny grid", false, false, 1, false, true},
 };
 
 // Runs the builder's batch through the staging pipeline with `variant` and
@@ -106,6 +116,8 @@ void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
         GammaLaunchOptions options;
         options.pre_cache = variant.pre_cache;
         options.max_blocks = variant.max_blocks;
+        options.seed_keys_in_params = variant.keys;
+        options.defer_slow_outputs = variant.defer;
         options.counters =
             variant.count
                 ? reinterpret_cast<GammaCounters*>(region + counters_at)
@@ -138,12 +150,14 @@ struct GammaRequest {
   std::string description;
 };
 
+// `seed`: the request's seed, or 0 for a random one.
 template <typename T>
 void AddRandomGammaRequest(std::mt19937_64& rng, int64_t count,
                            GammaBatchBuilder<T>* builder,
-                           std::vector<GammaRequest<T>>* requests) {
+                           std::vector<GammaRequest<T>>* requests,
+                           uint64_t seed = 0) {
   const bool log_output = rng() % 2 == 0;
-  const uint64_t seed = rng();
+  if (seed == 0) seed = rng();
   uint64_t first_item = 0;
   switch (rng() % 4) {
     case 0:
@@ -242,6 +256,52 @@ TYPED_TEST(GammaGpuTest, MixedBatchesMatchCpuBitForBit) {
       if (::testing::Test::HasFatalFailure()) return;
     }
     SCOPED_TRACE(absl::StrCat("batch ", batch, " of ", n, " requests, ",
+                              builder.total(), " outputs"));
+    CheckGammaBatch<T>(builder, requests);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// Batches whose requests share one seed (what every one-request batch is):
+// the kernel takes the Philox round keys from its parameters. Per-element
+// shapes across 1 (U(0.1, 10), and the random requests' 1e-6 to 1e10) put
+// outputs with and without the boost in the same calls, so the deferred
+// slow outputs are queued, written 32 at a time and flushed at the end.
+TYPED_TEST(GammaGpuTest, OneSeedBatchesMatchCpuBitForBit) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t input_seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", input_seed));
+  std::mt19937_64 rng(input_seed);
+  for (int batch = 0; batch < 3; ++batch) {
+    const uint64_t seed = rng() | 1;  // nonzero: not "random"
+    GammaBatchBuilder<T> builder;
+    std::vector<GammaRequest<T>> requests;
+    {
+      const int64_t count = 100000 + static_cast<int64_t>(rng() % 1000);
+      std::vector<T> shape(count);
+      std::uniform_real_distribution<double> u(0.1, 10.0);
+      for (T& a : shape) a = static_cast<T>(u(rng));
+      const bool log_output = batch == 1;
+      const uint64_t first_item = rng() % 2 == 0 ? 0 : rng() >> 1;
+      GammaRequest<T> req;
+      req.expected.resize(count);
+      req.description = absl::StrCat("U(0.1, 10) log ", log_output, " seed ",
+                                     seed, " first_item ", first_item);
+      const std::vector<T> ones(count, T(1));
+      ASSERT_OK(SampleGammaCpu<T>(shape, ones, log_output, seed, first_item,
+                                  absl::MakeSpan(req.expected)));
+      ASSERT_TRUE(
+          builder.AddElements(shape, {}, log_output, seed, first_item).ok());
+      requests.push_back(std::move(req));
+    }
+    const int n = static_cast<int>(rng() % 5);
+    for (int r = 0; r < n; ++r) {
+      AddRandomGammaRequest<T>(rng, static_cast<int64_t>(rng() % 20000),
+                               &builder, &requests, seed);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    SCOPED_TRACE(absl::StrCat("batch ", batch, " of ", n + 1, " requests, ",
                               builder.total(), " outputs"));
     CheckGammaBatch<T>(builder, requests);
     if (::testing::Test::HasFatalFailure()) return;

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
+
+#include "sampler/kernels/gamma_core.h"
 
 namespace sampler::kernels {
 namespace {
@@ -53,6 +56,31 @@ TEST(PhiloxTest, EveryCounterWordMatters) {
   };
   for (const PhiloxBlock& v : variants) {
     EXPECT_NE(v.v[0], base.v[0]);
+  }
+}
+
+// The rounds the GPU runs (gamma_core.h's PhiloxRounds), with round keys
+// added up from the seed or read from PhiloxKeySchedule's table, give
+// Random123's words: the host build of the device code path.
+TEST(PhiloxTest, SpelledOutRoundsMatchRandom123) {
+  std::mt19937_64 rng(20261126);
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t seed = i == 0 ? ~uint64_t{0} : rng();
+    const uint64_t item = i == 1 ? ~uint64_t{0} : rng() >> (i % 40);
+    const uint32_t draw = static_cast<uint32_t>(rng());
+    const KindTag tag = i % 2 == 0 ? KindTag::kGamma : KindTag::kDirichlet;
+    const PhiloxBlock want = Philox(seed, tag, item, draw);
+    const PhiloxBlock from_seed = gamma_internal::PhiloxRounds(
+        draw, static_cast<uint32_t>(item), static_cast<uint32_t>(item >> 32),
+        static_cast<uint32_t>(tag),
+        gamma_internal::SeedRoundKeys{static_cast<uint32_t>(seed),
+                                      static_cast<uint32_t>(seed >> 32)});
+    const PhiloxBlock from_table = gamma_internal::AttemptBlockFromKeys(
+        PhiloxKeySchedule(seed), tag, item, draw);
+    for (int w = 0; w < 4; ++w) {
+      ASSERT_EQ(from_seed.v[w], want.v[w]) << "seed " << seed << " word " << w;
+      ASSERT_EQ(from_table.v[w], want.v[w]) << "seed " << seed << " word " << w;
+    }
   }
 }
 

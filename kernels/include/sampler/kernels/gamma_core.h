@@ -77,37 +77,39 @@ SAMPLER_HD T QuietNaN() {
   }
 }
 
-// One Philox4x32-10 block of an attempt: philox.h's Philox() on the host.
-// On the device the same function is spelled out with 32 x 32 -> 64-bit
-// multiplications whose halves are used directly (one IMAD.WIDE each):
-// Random123's portable mulhilo widens the words to 64 bits, and the
-// compiler then spends an extra addition per multiplication (20 of the
-// block's ~80 instructions). Same algorithm, same words: the GPU tests
-// compare every output bit with the CPU, which uses Random123 itself.
-SAMPLER_HD PhiloxBlock AttemptBlock(uint64_t seed, KindTag tag, uint64_t item,
-                                    uint32_t draw) {
+// The halves of a 32 x 32 -> 64-bit product: on the device one IMAD.WIDE
+// whose halves are used directly (Random123's portable mulhilo widens the
+// words to 64 bits, and the compiler then spends an extra addition per
+// multiplication: 20 of a block's ~80 instructions).
+SAMPLER_HD void MulWide(uint32_t a, uint32_t b, uint32_t* lo, uint32_t* hi) {
 #if defined(__CUDA_ARCH__)
-  uint32_t c0 = draw;
-  uint32_t c1 = static_cast<uint32_t>(item);
-  uint32_t c2 = static_cast<uint32_t>(item >> 32);
-  uint32_t c3 = static_cast<uint32_t>(tag);
-  uint32_t k0 = static_cast<uint32_t>(seed);
-  uint32_t k1 = static_cast<uint32_t>(seed >> 32);
+  asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, "
+      "t;\n\t}"
+      : "=r"(*lo), "=r"(*hi)
+      : "r"(a), "r"(b));
+#else
+  const uint64_t p = static_cast<uint64_t>(a) * b;
+  *lo = static_cast<uint32_t>(p);
+  *hi = static_cast<uint32_t>(p >> 32);
+#endif
+}
+
+// The ten rounds of Philox4x32-10 on counter (c0, c1, c2, c3), round r's key
+// from key_at(r, &k0, &k1): the algorithm of philox.h's Philox() (Random123)
+// spelled out, so that where the round keys come from is the caller's
+// choice. The GPU tests compare every output bit with the CPU, which uses
+// Random123 itself; philox_test compares the two on the host.
+template <typename KeyAt>
+SAMPLER_HD PhiloxBlock PhiloxRounds(uint32_t c0, uint32_t c1, uint32_t c2,
+                                    uint32_t c3, const KeyAt& key_at) {
+#if defined(__CUDA_ARCH__)
 #pragma unroll
+#endif
   for (int round = 0; round < 10; ++round) {
-    if (round > 0) {  // the key schedule (Weyl sequence)
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    uint32_t lo0, hi0, lo1, hi1;
-    asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, "
-        "t;\n\t}"
-        : "=r"(lo0), "=r"(hi0)
-        : "r"(c0), "r"(0xD2511F53u));
-    asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, "
-        "t;\n\t}"
-        : "=r"(lo1), "=r"(hi1)
-        : "r"(c2), "r"(0xCD9E8D57u));
+    uint32_t k0, k1, lo0, hi0, lo1, hi1;
+    key_at(round, &k0, &k1);
+    MulWide(c0, 0xD2511F53u, &lo0, &hi0);
+    MulWide(c2, 0xCD9E8D57u, &lo1, &hi1);
     const uint32_t n0 = hi1 ^ c1 ^ k0;
     const uint32_t n2 = hi0 ^ c3 ^ k1;
     c0 = n0;
@@ -116,9 +118,50 @@ SAMPLER_HD PhiloxBlock AttemptBlock(uint64_t seed, KindTag tag, uint64_t item,
     c3 = lo0;
   }
   return PhiloxBlock{{c0, c1, c2, c3}};
+}
+
+// Round keys added up from the seed, one addition per key and round (the
+// compiler folds r * Weyl).
+struct SeedRoundKeys {
+  uint32_t s0, s1;
+  SAMPLER_HD void operator()(int r, uint32_t* k0, uint32_t* k1) const {
+    *k0 = s0 + static_cast<uint32_t>(r) * kPhiloxWeyl0;
+    *k1 = s1 + static_cast<uint32_t>(r) * kPhiloxWeyl1;
+  }
+};
+// Round keys read from a table (PhiloxKeySchedule): in a kernel's
+// parameters, an operand of the XOR that costs no instruction.
+struct TableRoundKeys {
+  const PhiloxRoundKeys& table;
+  SAMPLER_HD void operator()(int r, uint32_t* k0, uint32_t* k1) const {
+    *k0 = table.k0[r];
+    *k1 = table.k1[r];
+  }
+};
+
+// One Philox4x32-10 block of an attempt: philox.h's Philox() on the host,
+// PhiloxRounds with keys from the seed on the device.
+SAMPLER_HD PhiloxBlock AttemptBlock(uint64_t seed, KindTag tag, uint64_t item,
+                                    uint32_t draw) {
+#if defined(__CUDA_ARCH__)
+  return PhiloxRounds(draw, static_cast<uint32_t>(item),
+                      static_cast<uint32_t>(item >> 32),
+                      static_cast<uint32_t>(tag),
+                      SeedRoundKeys{static_cast<uint32_t>(seed),
+                                    static_cast<uint32_t>(seed >> 32)});
 #else
   return Philox(seed, tag, item, draw);
 #endif
+}
+
+// The same block with the seed's round keys from a table
+// (PhiloxKeySchedule(seed)).
+SAMPLER_HD PhiloxBlock AttemptBlockFromKeys(const PhiloxRoundKeys& keys,
+                                            KindTag tag, uint64_t item,
+                                            uint32_t draw) {
+  return PhiloxRounds(draw, static_cast<uint32_t>(item),
+                      static_cast<uint32_t>(item >> 32),
+                      static_cast<uint32_t>(tag), TableRoundKeys{keys});
 }
 
 // log1p(t) - t for t > -1, to a few ulps relative, from IEEE operations and
@@ -247,33 +290,50 @@ struct GammaUniforms {
   T ub;  // (0, 1]: the boost for shape < 1
 };
 
-// Attempt `attempt` of `item`: float32 takes one block (draw = attempt),
-// float64 two (draws 2 attempt and 2 attempt + 1), words (lo, hi) in order.
-template <typename T>
-SAMPLER_HD GammaUniforms<T> GammaAttemptUniforms(KindTag tag, uint64_t seed,
-                                                 uint64_t item,
-                                                 uint32_t attempt) {
+// Attempt `attempt`'s uniforms from its blocks (block_of(draw), the Philox
+// block of that draw): float32 takes one block (draw = attempt), float64 two
+// (draws 2 attempt and 2 attempt + 1), words (lo, hi) in order.
+template <typename T, typename BlockOf>
+SAMPLER_HD GammaUniforms<T> GammaUniformsOfBlocks(uint32_t attempt,
+                                                  const BlockOf& block_of) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "gamma variates are float or double");
   GammaUniforms<T> u;
   if constexpr (std::is_same_v<T, float>) {
-    const PhiloxBlock b =
-        gamma_internal::AttemptBlock(seed, tag, item, attempt);
+    const PhiloxBlock b = block_of(attempt);
     u.u1 = UniformOpenFloat(b.v[0]);
     u.u2 = UniformFloat(b.v[1]);
     u.ua = UniformOpenFloat(b.v[2]);
     u.ub = UniformOpenFloat(b.v[3]);
   } else {
-    const PhiloxBlock b0 =
-        gamma_internal::AttemptBlock(seed, tag, item, 2u * attempt);
-    const PhiloxBlock b1 =
-        gamma_internal::AttemptBlock(seed, tag, item, 2u * attempt + 1u);
+    const PhiloxBlock b0 = block_of(2u * attempt);
+    const PhiloxBlock b1 = block_of(2u * attempt + 1u);
     u.u1 = UniformOpenDouble(b0.v[0], b0.v[1]);
     u.u2 = UniformDouble(b0.v[2], b0.v[3]);
     u.ua = UniformOpenDouble(b1.v[0], b1.v[1]);
     u.ub = UniformOpenDouble(b1.v[2], b1.v[3]);
   }
   return u;
+}
+
+// Attempt `attempt` of `item`.
+template <typename T>
+SAMPLER_HD GammaUniforms<T> GammaAttemptUniforms(KindTag tag, uint64_t seed,
+                                                 uint64_t item,
+                                                 uint32_t attempt) {
+  return GammaUniformsOfBlocks<T>(attempt, [&](uint32_t draw) {
+    return gamma_internal::AttemptBlock(seed, tag, item, draw);
+  });
+}
+
+// The same uniforms with the seed's round keys from a table
+// (PhiloxKeySchedule(seed)): what a kernel whose items share one seed uses.
+template <typename T>
+SAMPLER_HD GammaUniforms<T> GammaAttemptUniformsFromKeys(
+    KindTag tag, const PhiloxRoundKeys& keys, uint64_t item, uint32_t attempt) {
+  return GammaUniformsOfBlocks<T>(attempt, [&](uint32_t draw) {
+    return gamma_internal::AttemptBlockFromKeys(keys, tag, item, draw);
+  });
 }
 
 // How an attempt was decided: by the squeeze, by the fast logarithm (GPU

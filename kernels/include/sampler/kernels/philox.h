@@ -44,6 +44,27 @@ SAMPLER_HD PhiloxBlock Philox(uint64_t seed, KindTag tag, uint64_t item,
   return PhiloxBlock{{out.v[0], out.v[1], out.v[2], out.v[3]}};
 }
 
+// Philox4x32-10's key schedule for one seed: round r (0 to 9) uses the key
+// (seed lo + r * 0x9E3779B9, seed hi + r * 0xBB67AE85) mod 2^32, Random123's
+// Weyl sequence. A kernel whose items all share one seed can take the table
+// from its launch parameters instead of adding it up per block (the gamma
+// kernel: 18 of a block's ~64 instructions); the block's words are the same.
+struct PhiloxRoundKeys {
+  uint32_t k0[10];
+  uint32_t k1[10];
+};
+inline constexpr uint32_t kPhiloxWeyl0 = 0x9E3779B9u;
+inline constexpr uint32_t kPhiloxWeyl1 = 0xBB67AE85u;
+
+SAMPLER_HD PhiloxRoundKeys PhiloxKeySchedule(uint64_t seed) {
+  PhiloxRoundKeys keys;
+  for (uint32_t r = 0; r < 10; ++r) {
+    keys.k0[r] = static_cast<uint32_t>(seed) + r * kPhiloxWeyl0;
+    keys.k1[r] = static_cast<uint32_t>(seed >> 32) + r * kPhiloxWeyl1;
+  }
+  return keys;
+}
+
 // Uniform variates from raw words. Every conversion is exact (an integer
 // times a power of two), so host and device agree bit for bit.
 

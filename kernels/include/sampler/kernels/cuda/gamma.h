@@ -41,6 +41,7 @@
 #include "absl/types/span.h"
 #include "sampler/kernels/cuda/staging.h"
 #include "sampler/kernels/gamma.h"
+#include "sampler/kernels/philox.h"
 
 namespace sampler::kernels::cuda {
 
@@ -93,6 +94,10 @@ struct GammaBatch {
   const GammaGroupParams<T>* groups = nullptr;
   T* out = nullptr;                    // total elements
   uint32_t* segment_status = nullptr;  // num_segments words
+  // Every segment has the same seed, whose Philox round keys these are
+  // (GammaLaunchOptions::seed_keys_in_params).
+  bool one_seed = false;
+  PhiloxRoundKeys round_keys = {};
 };
 
 // ---------------------------------------------------------- launching ----
@@ -117,7 +122,17 @@ struct GammaLaunchOptions {
   // the same either way; it pays only where acceptance is low enough
   // (GammaBatchBuilder::PreCachePays, which the service follows).
   bool pre_cache = true;
-  // Non-null: run the instrumented variant (slower) and add to *counters.
+  // Tunings of the gamma kernel (gamma_device.cuh; SampleDirichlet's kernel
+  // ignores them), same bits either way. Where every segment of the batch
+  // has one seed (GammaBatch::one_seed), the Philox round keys come from the
+  // kernel's parameters rather than being added up for every block.
+  bool seed_keys_in_params = true;
+  // Outputs of shapes below 1 (the boost: ~130 instructions) that share a
+  // warp's call with outputs of larger shapes are queued and written 32 at
+  // a time, all lanes together (per-element shapes across 1).
+  bool defer_slow_outputs = true;
+  // Non-null: run the instrumented variant (slower) and add to *counters;
+  // it runs without the two tunings above (they change nothing it counts).
   GammaCounters* counters = nullptr;
   // 0: as many blocks as fill the device (or fewer for small batches).
   int max_blocks = 0;
