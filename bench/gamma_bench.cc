@@ -253,22 +253,28 @@ struct Config {
 };
 
 // The kernel's tunings (GammaLaunchOptions: seed_keys_in_params,
-// defer_slow_outputs), same bits in every one: "v2" is the kernel before
-// them.
+// defer_slow_outputs, more_warps), same bits in every one: "v2" is the
+// kernel before them. more_warps applies to float without pre-caching
+// only; its rows are timed there only.
 struct Tuning {
   const char* name;
-  bool keys, defer;
+  bool keys, defer, more_warps;
 };
-constexpr Tuning kTunings[] = {{"v2", false, false},
-                               {"keys", true, false},
-                               {"defer", false, true},
-                               {"keys+defer", true, true}};
+constexpr Tuning kTunings[] = {
+    {"v2", false, false, false},       {"keys", true, false, false},
+    {"defer", false, true, false},     {"keys+defer", true, true, false},
+    {"keys+warps", true, false, true}, {"keys+defer+warps", true, true, true}};
+
+bool Applies(const Tuning& t, bool pre_cache, bool is_float) {
+  return !t.more_warps || (is_float && !pre_cache);
+}
 
 GammaLaunchOptions OptionsFor(bool pre_cache, const Tuning& t) {
   GammaLaunchOptions options;
   options.pre_cache = pre_cache;
   options.seed_keys_in_params = t.keys;
   options.defer_slow_outputs = t.defer;
+  options.more_warps = t.more_warps;
   return options;
 }
 
@@ -276,7 +282,8 @@ GammaLaunchOptions OptionsFor(bool pre_cache, const Tuning& t) {
 bool IsServiceTuning(const Tuning& t) {
   const GammaLaunchOptions defaults;
   return t.keys == defaults.seed_keys_in_params &&
-         t.defer == defaults.defer_slow_outputs;
+         t.defer == defaults.defer_slow_outputs &&
+         t.more_warps == defaults.more_warps;
 }
 
 struct Row {
@@ -350,6 +357,7 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
 
   for (bool pre_cache : {true, false}) {
     for (const Tuning& tuning : kTunings) {
+      if (!Applies(tuning, pre_cache, sizeof(T) == 4)) continue;
       const GammaLaunchOptions options = OptionsFor(pre_cache, tuning);
       for (int i = 0; i < 3; ++i) BENCH_CHECK(LaunchGamma(batch, s, options));
       std::vector<double> times;
@@ -476,6 +484,7 @@ void NcuLaunches(Stager& stager) {
     // with each.
     const bool pre_cache = builder.PreCachePays();
     for (const Tuning& tuning : kTunings) {
+      if (!Applies(tuning, pre_cache, sizeof(T) == 4)) continue;
       BENCH_CHECK(LaunchGamma(batch, s, OptionsFor(pre_cache, tuning)));
       BENCH_CUDA(cudaStreamSynchronize(s));
       std::printf("ncu launch: %s %s pre=%d tuning=%s\n",

@@ -150,18 +150,32 @@ struct GammaSource {
 
 // The tunings of gamma_device.cuh that the batch allows and the options ask
 // for, as template arguments.
+template <typename T, bool kMoreWarps>
+absl::Status LaunchTuned(const GammaBatch<T>& batch, cudaStream_t stream,
+                         const GammaLaunchOptions& options, bool keys,
+                         bool defer) {
+  using S = GammaSource<T>;
+  if (keys) {
+    return defer ? LaunchRejection<T, S, true, true, kMoreWarps>(batch, stream,
+                                                                 options)
+                 : LaunchRejection<T, S, true, false, kMoreWarps>(batch, stream,
+                                                                  options);
+  }
+  return defer ? LaunchRejection<T, S, false, true, kMoreWarps>(batch, stream,
+                                                                options)
+               : LaunchRejection<T, S, false, false, kMoreWarps>(batch, stream,
+                                                                 options);
+}
+
 template <typename T>
 absl::Status LaunchTuned(const GammaBatch<T>& batch, cudaStream_t stream,
                          const GammaLaunchOptions& options) {
   const bool keys = options.seed_keys_in_params && batch.one_seed;
   const bool defer = options.defer_slow_outputs;
-  using S = GammaSource<T>;
-  if (keys) {
-    return defer ? LaunchRejection<T, S, true, true>(batch, stream, options)
-                 : LaunchRejection<T, S, true, false>(batch, stream, options);
+  if (sizeof(T) == 4 && options.more_warps) {
+    return LaunchTuned<T, true>(batch, stream, options, keys, defer);
   }
-  return defer ? LaunchRejection<T, S, false, true>(batch, stream, options)
-               : LaunchRejection<T, S, false, false>(batch, stream, options);
+  return LaunchTuned<T, false>(batch, stream, options, keys, defer);
 }
 }  // namespace
 

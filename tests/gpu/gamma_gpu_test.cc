@@ -67,7 +67,8 @@ T LogUniform(std::mt19937_64& rng, double lo, double hi) {
 
 // The launch variants that must all give the CPU's bits: pre-caching or
 // not, the gamma kernel's tunings (round keys from the launch parameters
-// where the batch has one seed; slow outputs deferred) or not, the grid.
+// where the batch has one seed; slow outputs deferred; more warps for float
+// without pre-caching) or not, the grid.
 struct Variant {
   const char* name;
   bool pre_cache;
@@ -75,6 +76,7 @@ struct Variant {
   int max_blocks;
   bool keys = true;
   bool defer = true;
+  bool more_warps = false;
 };
 constexpr Variant kVariants[] = {
     {"default", true, false, 0},
@@ -82,12 +84,22 @@ constexpr Variant kVariants[] = {
     {"no pre-caching", false, false, 0},
     {"no pre-caching, tiny grid", false, false, 3},
     {"instrumented, tiny grid", true, true, 1},
+    // The gamma kernel's tunings off, and more warps (SampleDirichlet's
+    // kernel takes none of them: its checks stop above).
     {"no tunings", true, false, 0, false, false},
     {"no tunings, no pre-caching, tiny grid", false, false, 3, false, false},
+    {"more warps, no pre-caching, tiny grid", false, false, 2, true, true,
+     true},
+};
+constexpr size_t kDirichletVariants = 5;
+// Each tuning alone, for one-seed batches (the round keys apply there only).
+constexpr Variant kTuningVariants[] = {
     {"keys only, tiny grid", true, false, 2, true, false},
     {"keys only, no pre-caching", false, false, 0, true, false},
     {"defer only, tiny grid", true, false, 2, false, true},
     {"defer only, no pre-caching, tiny grid", false, false, 1, false, true},
+    {"more warps, no pre-caching", false, false, 0, true, true, true},
+    {"more warps only, no pre-caching", false, false, 0, false, false, true},
 };
 
 // Runs the builder's batch through the staging pipeline with `variant` and
@@ -118,6 +130,7 @@ void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
         options.max_blocks = variant.max_blocks;
         options.seed_keys_in_params = variant.keys;
         options.defer_slow_outputs = variant.defer;
+        options.more_warps = variant.more_warps;
         options.counters =
             variant.count
                 ? reinterpret_cast<GammaCounters*>(region + counters_at)
@@ -209,10 +222,33 @@ void AddRandomGammaRequest(std::mt19937_64& rng, int64_t count,
   requests->push_back(std::move(req));
 }
 
+// A per-element request of 50,000 shapes U(0.1, 10) and unit scales.
+template <typename T>
+void AddUniformShapesRequest(std::mt19937_64& rng, uint64_t seed,
+                             bool log_output, GammaBatchBuilder<T>* builder,
+                             std::vector<GammaRequest<T>>* requests) {
+  const int64_t count = 50000;
+  std::vector<T> shape(count);
+  std::uniform_real_distribution<double> u(0.1, 10.0);
+  for (T& a : shape) a = static_cast<T>(u(rng));
+  const uint64_t first_item = rng() % 2 == 0 ? 0 : rng() >> 1;
+  GammaRequest<T> req;
+  req.expected.resize(count);
+  req.description = absl::StrCat("U(0.1, 10) log ", log_output, " seed ", seed,
+                                 " first_item ", first_item);
+  const std::vector<T> ones(count, T(1));
+  ASSERT_OK(SampleGammaCpu<T>(shape, ones, log_output, seed, first_item,
+                              absl::MakeSpan(req.expected)));
+  ASSERT_TRUE(
+      builder->AddElements(shape, {}, log_output, seed, first_item).ok());
+  requests->push_back(std::move(req));
+}
+
 template <typename T>
 void CheckGammaBatch(const GammaBatchBuilder<T>& builder,
-                     const std::vector<GammaRequest<T>>& requests) {
-  for (const Variant& variant : kVariants) {
+                     const std::vector<GammaRequest<T>>& requests,
+                     absl::Span<const Variant> variants = kVariants) {
+  for (const Variant& variant : variants) {
     SCOPED_TRACE(variant.name);
     std::vector<T> out;
     std::vector<uint32_t> status;
@@ -237,73 +273,41 @@ void CheckGammaBatch(const GammaBatchBuilder<T>& builder,
   }
 }
 
+// Batches 0-3: requests of their own seeds. Batches 4-5 share one seed
+// among their requests (what every one-request batch does): the kernel takes
+// the Philox round keys from its parameters, and these batches also run each
+// tuning alone. Each of those starts with per-element shapes U(0.1, 10)
+// (the random requests' reach 1e-6 to 1e10): outputs with and without the
+// boost share calls, so deferred slow outputs are queued, written 32 at a
+// time and flushed at the end.
 TYPED_TEST(GammaGpuTest, MixedBatchesMatchCpuBitForBit) {
   SAMPLER_SKIP_WITHOUT_GPU();
   using T = TypeParam;
   const uint64_t input_seed = FreshSeed();
   SCOPED_TRACE(absl::StrCat("input seed ", input_seed));
   std::mt19937_64 rng(input_seed);
-  for (int batch = 0; batch < 4; ++batch) {
+  for (int batch = 0; batch < 6; ++batch) {
     GammaBatchBuilder<T> builder;
     std::vector<GammaRequest<T>> requests;
+    const bool one_seed = batch >= 4;
+    const uint64_t seed = one_seed ? rng() | 1 : 0;  // 0: each its own
+    if (one_seed) {
+      AddUniformShapesRequest<T>(rng, seed, batch == 5, &builder, &requests);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
     const int n = 1 + static_cast<int>(rng() % 12);
     for (int r = 0; r < n; ++r) {
       const int64_t count = rng() % 8 == 0 ? 0
                             : rng() % 3 == 0
                                 ? static_cast<int64_t>(rng() % 40)
                                 : static_cast<int64_t>(rng() % 20000);
-      AddRandomGammaRequest<T>(rng, count, &builder, &requests);
+      AddRandomGammaRequest<T>(rng, count, &builder, &requests, seed);
       if (::testing::Test::HasFatalFailure()) return;
     }
-    SCOPED_TRACE(absl::StrCat("batch ", batch, " of ", n, " requests, ",
-                              builder.total(), " outputs"));
+    SCOPED_TRACE(absl::StrCat("batch ", batch, " of ", requests.size(),
+                              " requests, ", builder.total(), " outputs"));
     CheckGammaBatch<T>(builder, requests);
-    if (::testing::Test::HasFatalFailure()) return;
-  }
-}
-
-// Batches whose requests share one seed (what every one-request batch is):
-// the kernel takes the Philox round keys from its parameters. Per-element
-// shapes across 1 (U(0.1, 10), and the random requests' 1e-6 to 1e10) put
-// outputs with and without the boost in the same calls, so the deferred
-// slow outputs are queued, written 32 at a time and flushed at the end.
-TYPED_TEST(GammaGpuTest, OneSeedBatchesMatchCpuBitForBit) {
-  SAMPLER_SKIP_WITHOUT_GPU();
-  using T = TypeParam;
-  const uint64_t input_seed = FreshSeed();
-  SCOPED_TRACE(absl::StrCat("input seed ", input_seed));
-  std::mt19937_64 rng(input_seed);
-  for (int batch = 0; batch < 3; ++batch) {
-    const uint64_t seed = rng() | 1;  // nonzero: not "random"
-    GammaBatchBuilder<T> builder;
-    std::vector<GammaRequest<T>> requests;
-    {
-      const int64_t count = 100000 + static_cast<int64_t>(rng() % 1000);
-      std::vector<T> shape(count);
-      std::uniform_real_distribution<double> u(0.1, 10.0);
-      for (T& a : shape) a = static_cast<T>(u(rng));
-      const bool log_output = batch == 1;
-      const uint64_t first_item = rng() % 2 == 0 ? 0 : rng() >> 1;
-      GammaRequest<T> req;
-      req.expected.resize(count);
-      req.description = absl::StrCat("U(0.1, 10) log ", log_output, " seed ",
-                                     seed, " first_item ", first_item);
-      const std::vector<T> ones(count, T(1));
-      ASSERT_OK(SampleGammaCpu<T>(shape, ones, log_output, seed, first_item,
-                                  absl::MakeSpan(req.expected)));
-      ASSERT_TRUE(
-          builder.AddElements(shape, {}, log_output, seed, first_item).ok());
-      requests.push_back(std::move(req));
-    }
-    const int n = static_cast<int>(rng() % 5);
-    for (int r = 0; r < n; ++r) {
-      AddRandomGammaRequest<T>(rng, static_cast<int64_t>(rng() % 20000),
-                               &builder, &requests, seed);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-    SCOPED_TRACE(absl::StrCat("batch ", batch, " of ", n + 1, " requests, ",
-                              builder.total(), " outputs"));
-    CheckGammaBatch<T>(builder, requests);
+    if (one_seed) CheckGammaBatch<T>(builder, requests, kTuningVariants);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -413,7 +417,8 @@ void AddRandomDirichletRequest(std::mt19937_64& rng, int rows,
 template <typename T>
 void CheckDirichletBatch(const DirichletBatchBuilder<T>& builder,
                          const std::vector<DirichletRequest<T>>& requests) {
-  for (const Variant& variant : kVariants) {
+  for (const Variant& variant :
+       absl::MakeConstSpan(kVariants, kDirichletVariants)) {
     SCOPED_TRACE(variant.name);
     std::vector<T> out;
     std::vector<uint32_t> status;

@@ -131,6 +131,9 @@ struct GammaLaunchOptions {
   // warp's call with outputs of larger shapes are queued and written 32 at
   // a time, all lanes together (per-element shapes across 1).
   bool defer_slow_outputs = true;
+  // Float without pre-caching: registers capped for 12 resident blocks of
+  // 128 threads (75% occupancy) instead of 10, with a few bytes spilled.
+  bool more_warps = false;
   // Non-null: run the instrumented variant (slower) and add to *counters;
   // it runs without the two tunings above (they change nothing it counts).
   GammaCounters* counters = nullptr;
