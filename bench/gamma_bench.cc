@@ -253,20 +253,28 @@ struct Config {
 };
 
 // The kernel's tunings (GammaLaunchOptions: seed_keys_in_params,
-// defer_slow_outputs, more_warps), same bits in every one: "v2" is the
-// kernel before them. more_warps applies to float without pre-caching
-// only; its rows are timed there only.
+// defer_slow_outputs, more_warps, pairs), same bits in every one: "v2" is
+// the kernel before them. more_warps applies to float without pre-caching
+// only, pairs to either precision without it; their rows are timed there
+// only.
 struct Tuning {
   const char* name;
-  bool keys, defer, more_warps;
+  bool keys, defer, more_warps, pairs;
 };
 constexpr Tuning kTunings[] = {
-    {"v2", false, false, false},       {"keys", true, false, false},
-    {"defer", false, true, false},     {"keys+defer", true, true, false},
-    {"keys+warps", true, false, true}, {"keys+defer+warps", true, true, true}};
+    {"v2", false, false, false, false},
+    {"keys", true, false, false, false},
+    {"defer", false, true, false, false},
+    {"keys+defer", true, true, false, false},
+    {"keys+warps", true, false, true, false},
+    {"keys+defer+warps", true, true, true, false},
+    {"keys+pairs", true, false, false, true},
+    {"keys+defer+pairs", true, true, false, true},
+};
 
 bool Applies(const Tuning& t, bool pre_cache, bool is_float) {
-  return !t.more_warps || (is_float && !pre_cache);
+  return (!t.more_warps || (is_float && !pre_cache)) &&
+         (!t.pairs || !pre_cache);
 }
 
 GammaLaunchOptions OptionsFor(bool pre_cache, const Tuning& t) {
@@ -275,6 +283,7 @@ GammaLaunchOptions OptionsFor(bool pre_cache, const Tuning& t) {
   options.seed_keys_in_params = t.keys;
   options.defer_slow_outputs = t.defer;
   options.more_warps = t.more_warps;
+  options.pairs = t.pairs;
   return options;
 }
 
@@ -283,7 +292,7 @@ bool IsServiceTuning(const Tuning& t) {
   const GammaLaunchOptions defaults;
   return t.keys == defaults.seed_keys_in_params &&
          t.defer == defaults.defer_slow_outputs &&
-         t.more_warps == defaults.more_warps;
+         t.more_warps == defaults.more_warps && t.pairs == defaults.pairs;
 }
 
 struct Row {

@@ -34,7 +34,7 @@
 // cursor, prev, out), which loads the item at a batch index, and
 // Write(batch, index, item, draw), which stores its output.
 //
-// Two tunings, neither of which moves a bit (bench/results/gamma-kernel.md,
+// Tunings, none of which moves a bit (bench/results/gamma-kernel.md,
 // "Session 11"), for sources that support them (GammaSource):
 // - kKeys: every segment shares one seed, and the batch carries its Philox
 //   round keys (Batch::round_keys, PhiloxKeySchedule): they are read from the
@@ -45,8 +45,12 @@
 //   shape below 1, ~130 instructions) are queued in the warp's shared memory
 //   where the warp's items are mixed, and written 32 at a time by every lane
 //   (SlowOutputQueue), rather than by the few lanes that need them while the
-//   others wait. The source then also gives SlowOutput (what such an output
-//   is made from), Slow(index, item, draw) and WriteSlow(out, entry).
+//   others wait (OutputWriter). The source then also gives SlowOutput (what
+//   such an output is made from), Slow(index, item, draw) and
+//   WriteSlow(out, entry).
+// And two for any source, without pre-caching: kMoreWarps (float), fewer
+// registers for more resident warps (kMinBlocks); kPairs, two items a lane
+// in flight at once (RunPairCall).
 #ifndef SAMPLER_KERNELS_GAMMA_DEVICE_CUH_
 #define SAMPLER_KERNELS_GAMMA_DEVICE_CUH_
 
@@ -236,6 +240,28 @@ struct OutputWriter<T, Source, true> {
   int queued = 0;  // the same in every lane
 };
 
+// An attempt's outcome with the cap applied: an item whose last allowed
+// attempt is rejected takes NaN and flags its segment, as GammaDrawItem.
+template <typename T, typename Batch>
+__device__ __forceinline__ bool SettleCap(const Batch& batch, bool accepted,
+                                          uint32_t attempt, int64_t index,
+                                          GammaDraw<T>* draw) {
+  if (accepted || attempt + 1 != kGammaMaxAttempts) return accepted;
+  *draw = GammaDraw<T>{gamma_internal::QuietNaN<T>(), T(1)};
+  ReportCap(batch.segments, batch.num_segments, batch.segment_status, index);
+  return true;
+}
+
+// A slot after its attempt `attempt`.
+template <typename T>
+__device__ __forceinline__ void Record(Slot<T>& slot, uint32_t attempt,
+                                       bool accepted,
+                                       const GammaDraw<T>& draw) {
+  slot.attempt = attempt + 1;
+  slot.done = accepted;
+  if (accepted) slot.draw = draw;
+}
+
 // One call: warp iterations until every lane's current item (slot kCur) is
 // accepted, its output, and the refill of the freed slot. With pre-caching
 // the two slots swap roles from call to call (the caller alternates kCur),
@@ -270,22 +296,13 @@ __device__ __forceinline__ void RunCall(const typename Source::Batch& batch,
       const GammaUniforms<T> u =
           AttemptUniforms<T, Source, kKeys>(batch, seed, item, attempt);
       GammaDraw<T> draw{T(0), u.ub};
-      bool accepted = GammaTryAttempt(g, u, &draw.dv, kCount ? &path : nullptr);
-      if (!accepted && attempt + 1 == kGammaMaxAttempts) {
-        // As GammaDrawItem: NaN, and the segment is flagged.
-        accepted = true;
-        draw = GammaDraw<T>{gamma_internal::QuietNaN<T>(), T(1)};
-        ReportCap(batch.segments, batch.num_segments, batch.segment_status,
-                  need ? index : index + stride);
-      }
+      const bool accepted = SettleCap(
+          batch, GammaTryAttempt(g, u, &draw.dv, kCount ? &path : nullptr),
+          attempt, need ? index : index + stride, &draw);
       if (need) {
-        cur.attempt = attempt + 1;
-        cur.done = accepted;
-        if (accepted) cur.draw = draw;
+        Record(cur, attempt, accepted, draw);
       } else {
-        nxt.attempt = attempt + 1;
-        nxt.done = accepted;
-        if (accepted) nxt.draw = draw;
+        Record(nxt, attempt, accepted, draw);
       }
       if constexpr (kCount) {
         ++tally.attempts;
@@ -316,6 +333,62 @@ __device__ __forceinline__ void RunCall(const typename Source::Batch& batch,
   cur.done = false;
 }
 
+// One call of the paired loop (kPairs, without pre-caching): a lane owns
+// two items, at `index` and one stride further, and every iteration
+// computes an attempt of each, needed or not, so that the two attempts'
+// independent arithmetic (Philox rounds, logarithm and cosine polynomials)
+// fills each other's dependency stalls; only needed attempts count. The
+// call ends when both items of every lane are accepted, writes both and
+// fetches the lane's next two. Attempt a of item i is still counter (a, i).
+template <typename T, typename Source, bool kKeys, typename Writer>
+__device__ __forceinline__ void RunPairCall(const typename Source::Batch& batch,
+                                            int64_t& index, int64_t stride,
+                                            Cursor& cursor, Slot<T> (&slots)[2],
+                                            Writer& writer) {
+  const int64_t total = batch.total;
+  for (;;) {
+    bool need[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      need[k] = index + k * stride < total && !slots[k].done;
+    }
+    if (!__any_sync(kFullMask, need[0] || need[1])) break;
+    GammaUniforms<T> u[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      u[k] = AttemptUniforms<T, Source, kKeys>(
+          batch, slots[k].it.seed, slots[k].it.item, slots[k].attempt);
+    }
+    GammaDraw<T> draw[2];
+    bool accepted[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      draw[k] = GammaDraw<T>{T(0), u[k].ub};
+      accepted[k] = GammaTryAttempt(slots[k].it.g, u[k], &draw[k].dv);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      if (need[k]) {
+        const uint32_t attempt = slots[k].attempt;
+        Record(slots[k], attempt,
+               SettleCap(batch, accepted[k], attempt, index + k * stride,
+                         &draw[k]),
+               draw[k]);
+      }
+    }
+  }
+  writer.Write(batch, index, slots[0].it, slots[0].draw);
+  writer.Write(batch, index + stride, slots[1].it, slots[1].draw);
+  index += 2 * stride;
+  Source::Fetch(batch, index, stride, cursor, slots[1].it, slots[0].it);
+  Source::Fetch(batch, index + stride, stride, cursor, slots[0].it,
+                slots[1].it);
+  for (Slot<T>& slot : slots) {
+    slot.attempt = 0;
+    slot.done = false;
+  }
+}
+
 // Resident blocks per SM the register allocation must allow (0: no bound).
 // Float with pre-caching needs 68 registers unbounded (7 blocks of 4 warps,
 // 44% occupancy) and fits 64 (8 blocks, 50%); double without it needs 66
@@ -324,8 +397,12 @@ __device__ __forceinline__ void RunCall(const typename Source::Batch& batch,
 // registers instead of 10 (62.5%) in 43-48, for more warps to hide the
 // loop's fixed-latency dependencies at the price of a few spilled bytes
 // (12 with round keys from the parameters, per ptxas).
-template <typename T, bool kPreCache, bool kMoreWarps = false>
-inline constexpr int kMinBlocks = kMoreWarps && sizeof(T) == 4 && !kPreCache
+// kPairs: float fits 64 registers without spilling (8 blocks, 50%);
+// double is left unbounded (64 would spill ~600 bytes).
+template <typename T, bool kPreCache, bool kMoreWarps = false,
+          bool kPairs = false>
+inline constexpr int kMinBlocks = kPairs ? (sizeof(T) == 4 ? 8 : 0)
+                                  : kMoreWarps && sizeof(T) == 4 && !kPreCache
                                       ? 12
                                   : (sizeof(T) == 4) == kPreCache ? 8
                                                                   : 0;
@@ -333,10 +410,11 @@ inline constexpr int kMinBlocks = kMoreWarps && sizeof(T) == 4 && !kPreCache
 // kPreCache: finished lanes work on their next item (see the file comment).
 // kCount: the instrumented variant, adding to *counters.
 // kKeys, kDefer, kMoreWarps: the tunings of the file comment.
+// kPairs (without pre-caching or counting): the paired loop, RunPairCall.
 template <typename T, typename Source, bool kPreCache, bool kCount, bool kKeys,
-          bool kDefer, bool kMoreWarps>
+          bool kDefer, bool kMoreWarps, bool kPairs = false>
 __global__ void __launch_bounds__(kBlockThreads,
-                                  kMinBlocks<T, kPreCache, kMoreWarps>)
+                                  kMinBlocks<T, kPreCache, kMoreWarps, kPairs>)
     RejectionKernel(const typename Source::Batch batch,
                     GammaCounters* counters) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -349,7 +427,8 @@ __global__ void __launch_bounds__(kBlockThreads,
   int64_t index =
       static_cast<int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x;
   Source::Fetch(batch, index, stride, cursor, slots[0].it, slots[0].it);
-  if constexpr (kPreCache) {
+  static_assert(!kPairs || (!kPreCache && !kCount));
+  if constexpr (kPreCache || kPairs) {
     Source::Fetch(batch, index + stride, stride, cursor, slots[0].it,
                   slots[1].it);
   }
@@ -366,6 +445,11 @@ __global__ void __launch_bounds__(kBlockThreads,
   // two so that the slots' roles are compile-time constants.
   for (;;) {
     if (!__any_sync(kFullMask, index < total)) break;
+    if constexpr (kPairs) {
+      RunPairCall<T, Source, kKeys>(batch, index, stride, cursor, slots,
+                                    writer);
+      continue;
+    }
     RunCall<0, T, Source, kPreCache, kCount, kKeys>(
         batch, index, stride, cursor, slots, writer, tally);
     if constexpr (kPreCache) {
@@ -399,12 +483,12 @@ __global__ void __launch_bounds__(kBlockThreads,
 // ------------------------------------------------------- launching ----
 
 template <typename T, typename Source, bool kPreCache, bool kCount, bool kKeys,
-          bool kDefer, bool kMoreWarps = false>
+          bool kDefer, bool kMoreWarps = false, bool kPairs = false>
 absl::Status RunRejection(const typename Source::Batch& batch,
                           cudaStream_t stream,
                           const GammaLaunchOptions& options) {
-  const auto kernel =
-      RejectionKernel<T, Source, kPreCache, kCount, kKeys, kDefer, kMoreWarps>;
+  const auto kernel = RejectionKernel<T, Source, kPreCache, kCount, kKeys,
+                                      kDefer, kMoreWarps, kPairs>;
   SAMPLER_ASSIGN_OR_RETURN(
       const int blocks, ResidentGridBlocks(kernel, kBlockThreads, batch.total,
                                            kBlockThreads, options.max_blocks));
@@ -429,6 +513,10 @@ absl::Status LaunchRejection(const typename Source::Batch& batch,
                      batch, stream, options)
                : RunRejection<T, Source, false, true, false, false>(
                      batch, stream, options);
+  }
+  if (options.pairs && !options.pre_cache) {
+    return RunRejection<T, Source, false, false, kKeys, kDefer, false, true>(
+        batch, stream, options);
   }
   return options.pre_cache
              ? RunRejection<T, Source, true, false, kKeys, kDefer>(

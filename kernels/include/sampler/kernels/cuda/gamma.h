@@ -123,7 +123,8 @@ struct GammaLaunchOptions {
   // (GammaBatchBuilder::PreCachePays, which the service follows).
   bool pre_cache = true;
   // Tunings of the gamma kernel (gamma_device.cuh; SampleDirichlet's kernel
-  // ignores them), same bits either way. Where every segment of the batch
+  // takes `pairs` only, and its service never sets it), same bits either
+  // way. Where every segment of the batch
   // has one seed (GammaBatch::one_seed), the Philox round keys come from the
   // kernel's parameters rather than being added up for every block.
   bool seed_keys_in_params = true;
@@ -134,8 +135,11 @@ struct GammaLaunchOptions {
   // Float without pre-caching: registers capped for 12 resident blocks of
   // 128 threads (75% occupancy) instead of 10, with a few bytes spilled.
   bool more_warps = false;
+  // Without pre-caching: each lane keeps two items in flight, an attempt of
+  // each every iteration, for instruction-level parallelism.
+  bool pairs = false;
   // Non-null: run the instrumented variant (slower) and add to *counters;
-  // it runs without the two tunings above (they change nothing it counts).
+  // it runs without the tunings above (they change nothing it counts).
   GammaCounters* counters = nullptr;
   // 0: as many blocks as fill the device (or fewer for small batches).
   int max_blocks = 0;
