@@ -365,6 +365,10 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
   if (cfg.shape > 0) p_model = AcceptProbability(cfg.shape);
 
   for (bool pre_cache : {true, false}) {
+    // The per-element model of the plain loop, once per pre-caching choice:
+    // the counted launch runs that loop whatever the tuning.
+    const SimResult sim =
+        cfg.shape > 0 ? SimResult{0, 0} : SimulateWarps(p_table, pre_cache, 99);
     for (const Tuning& tuning : kTunings) {
       if (!Applies(tuning, pre_cache, sizeof(T) == 4)) continue;
       const GammaLaunchOptions options = OptionsFor(pre_cache, tuning);
@@ -429,7 +433,6 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
         double mean_p = 0;
         for (double p : p_table) mean_p += 1.0 / p;
         row.p_model = p_table.size() / mean_p;  // items per attempt
-        const SimResult sim = SimulateWarps(p_table, pre_cache, 99);
         row.iters_model = sim.iterations_per_call;
         row.eff_model = sim.efficiency;
       }

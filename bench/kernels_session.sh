@@ -161,7 +161,7 @@ EOF
 
 step peers 120 env OUT="$work" python3 peers_gpu.py
 step peers_extra 70 python3 "$work/peers_extra.py"
-step gamma_bench 60 ./gamma_bench --json="$work/gamma.json"
+step gamma_bench 100 ./gamma_bench --json="$work/gamma.json"
 step categorical_bench 90 ./categorical_bench --csv "$work/categorical.csv"
 step categorical_issue 240 ./categorical_bench --issue --quick \
   --csv "$work/categorical_issue.csv"

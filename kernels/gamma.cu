@@ -172,8 +172,10 @@ absl::Status LaunchTuned(const GammaBatch<T>& batch, cudaStream_t stream,
                          const GammaLaunchOptions& options) {
   const bool keys = options.seed_keys_in_params && batch.one_seed;
   const bool defer = options.defer_slow_outputs;
-  if (sizeof(T) == 4 && options.more_warps) {
-    return LaunchTuned<T, true>(batch, stream, options, keys, defer);
+  if constexpr (sizeof(T) == 4) {  // more warps: float only
+    if (options.more_warps) {
+      return LaunchTuned<T, true>(batch, stream, options, keys, defer);
+    }
   }
   return LaunchTuned<T, false>(batch, stream, options, keys, defer);
 }
