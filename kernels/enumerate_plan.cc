@@ -556,12 +556,21 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
       if (l.kind == LaunchKind::kPair) pair_problems_ += l.sp_count;
     } else {
       const int tw = TileOutputs(l.kind, l.config);
+      // Mirrored tensor tiles: a task is tile t with tile tiles - 1 - t, so
+      // a problem has (tiles + 1) / 2 tasks.
+      const bool mirror = l.kind == LaunchKind::kLinear &&
+                          kDirectConfigDefs[l.config].tensor_mirror;
+      auto tasks_of = [&](const StepProblem& sp) {
+        const int64_t K = static_cast<int64_t>(sp.a_len) + sp.b_len - 1;
+        const int64_t tiles = (K + tw - 1) / tw;
+        return mirror ? (tiles + 1) / 2 : tiles;
+      };
       int64_t tiles_total = 0;
       bool single = true;
       for (const StepProblem& sp : sps) {
         const int64_t K = static_cast<int64_t>(sp.a_len) + sp.b_len - 1;
         single &= K <= tw;
-        tiles_total += (K + tw - 1) / tw;
+        tiles_total += tasks_of(sp);
       }
       if (single) {
         l.task_begin = -1;
@@ -580,11 +589,7 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
                                 kDirectConfigDefs[l.config].chunk > 0
                             ? kDirectConfigDefs[l.config].sw
                             : 1;
-        auto tiles_of = [&](size_t i) {
-          const int64_t K =
-              static_cast<int64_t>(sps[i].a_len) + sps[i].b_len - 1;
-          return (K + tw - 1) / tw;
-        };
+        auto tiles_of = [&](size_t i) { return tasks_of(sps[i]); };
         for (size_t i0 = 0; i0 < sps.size(); i0 += run) {
           const size_t i1 = std::min(sps.size(), i0 + run);
           int64_t most = 0;
