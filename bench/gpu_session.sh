@@ -326,18 +326,19 @@ fi
 # Issue 11, session 11: the tensor-core kernel (enumerate_tensor.cu) at
 # float32's two missed targets. Every m16n8k8 configuration ("dmma k8":
 # session 10's k8 t2, k8 t4, k8 c2 and session 11's groups g2, prefetch p,
-# two chains h2 and mirrored tile pairs m) beside kAuto at m = 256 and 1024,
-# float and double; kAuto, k8 t4, g2p and g2mp at m = 128, 512, 2048 and
-# 4096 for the routing thresholds (batches of
-# about 2^28 products between the peers' sizes); then Nsight Compute on
-# dmma k8 g2p at float m = 256, where ncu is installed.
+# two chains h2, mirrored tile pairs m and two passes x2) beside kAuto at
+# m = 256 and 1024, float and double; kAuto, k8 t4, g2p, g2mp and g2x2p at
+# m = 128, 512, 2048 and 4096 for the routing thresholds (batches of about
+# 2^28 products between the peers' sizes); then Nsight Compute on dmma k8
+# g2p at float m = 256, where ncu is installed.
 if want tensor; then
   specs=""
   for mb in 128:16384 256:4096 512:1024 1024:256 2048:64 4096:128; do
     for ty in float double; do
       case $mb in
         256:*|1024:*) specs="$specs,$ty:$mb:auto,$ty:$mb:dmma k8" ;;
-        *) for v in auto "dmma k8 t4 (" "dmma k8 g2p" "dmma k8 g2mp"; do
+        *) for v in auto "dmma k8 t4 (" "dmma k8 g2p" "dmma k8 g2mp" \
+             "dmma k8 g2x2p"; do
              specs="$specs,$ty:$mb:$v"; done ;;
       esac
     done

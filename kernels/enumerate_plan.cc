@@ -81,7 +81,7 @@ int TileOutputs(LaunchKind kind, int config) {
     return kWarpSize / kLogGroups[config] * kExtendedOutputs;
   }
   const DirectConfigDef& c = kDirectConfigDefs[config];
-  if (c.tensor > 0) return 64 * c.tensor;
+  if (c.tensor > 0) return 64 * c.tensor * c.tensor_passes;
   return kWarpSize / c.sw / c.g * c.r;
 }
 
@@ -118,7 +118,8 @@ using enumerate_internal::TileOutputs;
 namespace {
 
 constexpr EnumerateDirectConfig PublicConfig(const DirectConfigDef& d) {
-  return {d.g, d.r, d.sw, d.q, d.name, d.split, d.chunk, d.tensor};
+  return {d.g,    d.r,     d.sw,    d.q,
+          d.name, d.split, d.chunk, d.tensor * d.tensor_passes};
 }
 template <int... I>
 constexpr std::array<EnumerateDirectConfig, sizeof...(I)> PublicConfigs(

@@ -148,15 +148,19 @@ constexpr int DivisorAtMost(int n, int cap) {
 // task is the tile and its mirror image (RunTask).
 template <int kTiles, int kChunk, int kMmaK, bool kContiguous,
           int kGroupTiles = 0, int kChainsCfg = 0, bool kMirror = false,
-          bool kPrefetchNext = false>
+          bool kPrefetchNext = false, int kPassCount = 1>
 struct TensorShape {
   static constexpr int T = kTiles;
   static constexpr int kK = kMmaK;
   static constexpr bool kContig = kContiguous;
   static constexpr bool kMirrored = kMirror;
   static constexpr bool kPrefetch = kPrefetchNext;
+  // Passes over a staged chunk, each 64 T outputs with the same registers.
+  static constexpr int P = kPassCount;
+  static_assert(P == 1 || (!kContig && kGroupTiles > 0), "passes: groups");
   static_assert(kK == 4 || (kK == 8 && T % 2 == 0), "m16n8k8: sub-tile pairs");
-  static constexpr int TW = 64 * T;  // outputs a tile
+  static constexpr int TW = 64 * T * P;  // outputs a tile
+  static constexpr int kPassOutputs = 64 * T;
   // Sub-tiles a group (interleaved rows), groups (each its own ring).
   static constexpr int G = kContig ? 1 : kGroupTiles > 0 ? kGroupTiles : T;
   static constexpr int NG = kContig ? 1 : T / G;
@@ -214,16 +218,21 @@ struct TensorShape {
   static constexpr int Pad(int e) { return e + 4 * (e / kRowValues); }
   static constexpr int kXElems = (4 * NS + 7 + 1) / 2 * 2;
   static constexpr int kYElems = (Pad(kYValues - 1) + 1 + 1) / 2 * 2;
-  static constexpr int kWarpElems = kXElems + kYElems;
+  // Passes: their outputs staged apart from the chunk, which the next pass
+  // reads again.
+  static constexpr int kOutElems = P > 1 ? kPassOutputs : 0;
+  static constexpr int kWarpElems = kXElems + kYElems + kOutElems;
   static_assert(U % W == 0 && U % kRow == 0 && NS % U == 0, "whole blocks");
   static_assert(kK == 4 || F % 2 == 0, "m16n8k8 blocks of whole step pairs");
-  static_assert(kWarpElems >= TW, "the output staging reuses the chunk");
+  static_assert(P > 1 || kWarpElems >= TW,
+                "the output staging reuses the chunk");
   static_assert(!kMirror || !kContig, "mirrored tasks: interleaved tiles");
   // Session 11's shapes hold float loads in flight as floats while staging
   // (ForOperandRange's kLate: fewer registers at the kernel's peak), and
   // are held to 4 blocks an SM (128 registers: a 24-48 byte spill for
   // two chains).
-  static constexpr bool kSession11 = kGroupTiles > 0 || kMirror || kPrefetch;
+  static constexpr bool kSession11 =
+      kGroupTiles > 0 || kMirror || kPrefetch || P > 1;
   static constexpr bool kLateConvert = kSession11;
   // Blocks an SM the registers must allow (__launch_bounds__), as many as
   // the shared memory allows where that costs no spill (ptxas -v): T = 1 9
@@ -405,7 +414,11 @@ __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
   acc.Flush();  // the last block's partial sums (zeros add nothing)
 }
 
-// One task: its tile's chunks staged and computed, then the write.
+// One task: its tile's chunks staged and computed, then the write; with
+// passes (P > 1), pass p computes and writes the tile's outputs [64 T p,
+// 64 T (p + 1)) over the same chunks (the same steps as the whole tile's,
+// those of no group of the pass skipped), a chunk staged once where the
+// tile has only one.
 template <class S, typename T>
 __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
                                         const StepProblem& sp, int64_t tile,
@@ -413,76 +426,99 @@ __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
   const Geometry g = MakeGeometry<S::TW>(sp, tile);
   double* const xs = smem;
   double* const ys = smem + S::kXElems;
-  TensorAccumulators<S> acc;
-  acc.Clear();
-  // Contiguous sub-tiles and groups: sub-tile t's steps of the tile (its
-  // group's), from the last base c <= jlo_t - 4 to the first c >= jhi_t
-  // (none past the result), and for m16n8k8 the union of each pair's in its
-  // first.
-  int lo[S::T], hi[S::T];
-  if constexpr (S::kSkips) {
-    const int64_t LX = g.x.len, LY = g.y.len;
+  int staged_at = -1;  // passes: the first step of the chunk in xs, ys
+#pragma unroll 1
+  for (int pass = 0; pass < S::P; ++pass) {
+    const int64_t kp = g.k0 + static_cast<int64_t>(S::kPassOutputs) * pass;
+    if (S::P > 1 && kp >= g.K) break;  // (pass 0 never)
+    TensorAccumulators<S> acc;
+    acc.Clear();
+    // Contiguous sub-tiles and groups: sub-tile t's steps of the tile (its
+    // group's), from the last base c <= jlo_t - 4 to the first c >= jhi_t
+    // (none past the result), and for m16n8k8 the union of each pair's in
+    // its first.
+    int lo[S::T], hi[S::T];
+    if constexpr (S::kSkips) {
+      const int64_t LX = g.x.len, LY = g.y.len;
 #pragma unroll
-    for (int t = 0; t < S::T; ++t) {
-      const int64_t k = g.k0 + S::RangeOf(t);
-      const int64_t jlo = k - LY + 1 > 0 ? k - LY + 1 : 0;
-      const int64_t last = k + S::kGroupOutputs - 1;
-      const int64_t jhi = last < LX - 1 ? last : LX - 1;
-      lo[t] = static_cast<int>((jlo - g.jlo) / 4);
-      hi[t] = k < g.K ? static_cast<int>((jhi - g.jlo + 7) / 4) : lo[t] - 1;
-    }
-    if constexpr (S::kK == 8) {
+      for (int t = 0; t < S::T; ++t) {
+        const int64_t k = kp + S::RangeOf(t);
+        const int64_t jlo = k - LY + 1 > 0 ? k - LY + 1 : 0;
+        const int64_t last = k + S::kGroupOutputs - 1;
+        const int64_t jhi = last < LX - 1 ? last : LX - 1;
+        lo[t] = static_cast<int>((jlo - g.jlo) / 4);
+        hi[t] = k < g.K ? static_cast<int>((jhi - g.jlo + 7) / 4) : lo[t] - 1;
+      }
+      if constexpr (S::kK == 8) {
 #pragma unroll
-      for (int t = 0; t < S::T; t += 2) {
-        if (hi[t + 1] >= lo[t + 1]) {  // (sub-tile t is never past the end
-                                       // where t + 1 is not)
-          lo[t] = lo[t] < lo[t + 1] ? lo[t] : lo[t + 1];
-          hi[t] = hi[t] > hi[t + 1] ? hi[t] : hi[t + 1];
+        for (int t = 0; t < S::T; t += 2) {
+          if (hi[t + 1] >= lo[t + 1]) {  // (sub-tile t is never past the end
+                                         // where t + 1 is not)
+            lo[t] = lo[t] < lo[t + 1] ? lo[t] : lo[t + 1];
+            hi[t] = hi[t] > hi[t + 1] ? hi[t] : hi[t + 1];
+          }
         }
       }
     }
-  }
-  int step0 = 0;  // the chunk's first step in the tile
-  for (int64_t c0 = g.jlo - 4; c0 < g.jhi + 4;) {
-    const int64_t rest = (g.jhi - c0 + 3) / 4 + 1;
-    const int steps =
-        rest >= S::NS
-            ? S::NS
-            : static_cast<int>((rest + S::kRow - 1) / S::kRow * S::kRow);
-    __syncwarp();
-    ForOperandRange<kWarpSize, S::kStageInFlight, double, S::kLateConvert>(
-        args, g.x, c0 - 3, 4 * steps + 7, lane,
-        [&](int i, double v) { xs[i] = v; });
-    ForOperandRange<kWarpSize, S::kStageInFlight, double, S::kLateConvert>(
-        args, g.y, g.k0 - c0 - 4 * (steps - 1), S::TW + 4 * steps - 8, lane,
-        [&](int i, double v) { ys[S::Pad(i)] = v; });
-    __syncwarp();
-    ActiveSteps<S> active;
-    if constexpr (S::kSkips) {
+    int step0 = 0;  // the chunk's first step in the tile
+    for (int64_t c0 = g.jlo - 4; c0 < g.jhi + 4;) {
+      const int64_t rest = (g.jhi - c0 + 3) / 4 + 1;
+      const int steps =
+          rest >= S::NS
+              ? S::NS
+              : static_cast<int>((rest + S::kRow - 1) / S::kRow * S::kRow);
+      ActiveSteps<S> active;
+      bool any = true;
+      if constexpr (S::kSkips) {
+        if constexpr (S::P > 1) any = false;
 #pragma unroll
-      for (int t = 0; t < S::T; ++t) {
-        active.lo[t] = lo[t] - step0;
-        active.span[t] = hi[t] - lo[t];
+        for (int t = 0; t < S::T; ++t) {
+          active.lo[t] = lo[t] - step0;
+          active.span[t] = hi[t] - lo[t];
+          if constexpr (S::P > 1) {
+            // Steps lo - 1 .. hi (an m16n8k8 at s runs s and s + 1) meet
+            // the chunk's 0 .. steps - 1.
+            any |= active.span[t] >= 0 && active.lo[t] - 1 < steps &&
+                   active.lo[t] + active.span[t] >= 0;
+          }
+        }
+      }
+      if (any) {
+        if (S::P == 1 || staged_at != step0) {
+          __syncwarp();
+          ForOperandRange<kWarpSize, S::kStageInFlight, double,
+                          S::kLateConvert>(args, g.x, c0 - 3, 4 * steps + 7,
+                                           lane,
+                                           [&](int i, double v) { xs[i] = v; });
+          ForOperandRange<kWarpSize, S::kStageInFlight, double,
+                          S::kLateConvert>(
+              args, g.y, g.k0 - c0 - 4 * (steps - 1), S::TW + 4 * steps - 8,
+              lane, [&](int i, double v) { ys[S::Pad(i)] = v; });
+          __syncwarp();
+          staged_at = step0;
+        }
+        // Pass p's groups are groups NG p .. of the tile's y window.
+        ComputeChunk<S>(acc, xs, ys + S::GroupY(S::NG) * pass, steps, lane,
+                        active);
+      }
+      c0 += 4 * steps;
+      step0 += steps;
+    }
+    // Output (t, i, n) = kp + OutputOf(t, i, n); lane l holds i = l / 4, n
+    // = 2 (l % 4) + c. Passes stage them apart from the chunk.
+    __syncwarp();
+    double* const staged = S::P > 1 ? ys + S::kYElems : smem;
+#pragma unroll
+    for (int t = 0; t < S::T; ++t) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        staged[S::OutputOf(t, lane >> 2, 2 * (lane & 3) + c)] = acc.total[t][c];
       }
     }
-    ComputeChunk<S>(acc, xs, ys, steps, lane, active);
-    c0 += 4 * steps;
-    step0 += steps;
+    __syncwarp();
+    WriteTile(args, sp, kp, g.K, S::kPassOutputs, lane, kWarpSize, staged,
+              /*log_values=*/false);
   }
-  // Output (t, i, n) = k0 + OutputOf(t, i, n); lane l holds i = l / 4, n
-  // = 2 (l % 4) + c.
-  __syncwarp();
-  double* const staged = smem;
-#pragma unroll
-  for (int t = 0; t < S::T; ++t) {
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      staged[S::OutputOf(t, lane >> 2, 2 * (lane & 3) + c)] = acc.total[t][c];
-    }
-  }
-  __syncwarp();
-  WriteTile(args, sp, g.k0, g.K, S::TW, lane, kWarpSize, staged,
-            /*log_values=*/false);
 }
 
 // Prefetches operand values [start, start + n) (those inside the operand)
@@ -591,7 +627,7 @@ absl::Status LaunchConfig(const DeviceArgs<T>& args, cudaStream_t stream) {
   } else {
     using S = TensorShape<D.tensor, D.chunk, D.tensor_k, D.tensor_contiguous,
                           D.tensor_group, D.tensor_chains, D.tensor_mirror,
-                          D.tensor_prefetch>;
+                          D.tensor_prefetch, D.tensor_passes>;
     const void* fn = reinterpret_cast<const void*>(&TensorKernel<T, S>);
     const size_t smem =
         static_cast<size_t>(kWarpsPerBlock) * S::kWarpElems * sizeof(double);

@@ -57,6 +57,10 @@ struct DirectConfigDef {
   // The tensor kernel on a resident grid (each warp a list of tasks), the
   // operands of a warp's next tile prefetched into L2 as it starts a tile.
   bool tensor_prefetch = false;
+  // Passes over a staged chunk: a tile of 64 tensor tensor_passes outputs,
+  // whose passes (64 tensor outputs each, one set of accumulators) share
+  // the chunk's staging, so that a problem of one chunk is staged once.
+  int tensor_passes = 1;
 };
 
 // The direct configurations (the template instantiations). Index = config.
@@ -136,6 +140,11 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
      0, true, true},
     {1, 1, 1, 1, false, "dmma k8 g2h2mp (tensor)", 1, 288, 288, 0, 4, 8, false,
      2, 2, true, true},
+    // Tiles of 512 outputs in two passes of g2p's 256 over one staging: at
+    // m = 256 a problem is one tile, one chunk (x and y staged once: 1,087
+    // values against g2's 2 x 831), half the tasks.
+    {1, 1, 1, 1, false, "dmma k8 g2x2p (tensor)", 1, 288, 288, 0, 4, 8, false,
+     2, 0, false, true, 2},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
