@@ -229,8 +229,8 @@ struct TensorShape {
   static_assert(!kMirror || !kContig, "mirrored tasks: interleaved tiles");
   // Session 11's shapes hold float loads in flight as floats while staging
   // (ForOperandRange's kLate: fewer registers at the kernel's peak), and
-  // are held to 4 blocks an SM (128 registers: a 24-48 byte spill for
-  // two chains).
+  // are held to 4 blocks an SM for T = 4 (128 registers: a 24-64 byte
+  // spill for two chains and for passes), 5 for T = 2.
   static constexpr bool kSession11 =
       kGroupTiles > 0 || kMirror || kPrefetch || P > 1;
   static constexpr bool kLateConvert = kSession11;
@@ -247,6 +247,7 @@ struct TensorShape {
   static constexpr int kStageInFlight = T == 4 ? 16 : 8;
   static constexpr int kMinBlocks = T == 1                          ? 9
                                     : T == 2 && kK == 4 && !kContig ? 7
+                                    : kSession11 && T == 2          ? 5
                                     : kSession11                    ? 4
                                                                     : 1;
 };

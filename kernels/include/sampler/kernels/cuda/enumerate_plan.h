@@ -145,6 +145,10 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     // values against g2's 2 x 831), half the tasks.
     {1, 1, 1, 1, false, "dmma k8 g2x2p (tensor)", 1, 288, 288, 0, 4, 8, false,
      2, 0, false, true, 2},
+    // k8 t2 (tiles of 128: m = 1024 wastes 1.13x, not 1.31x) with mirrored
+    // pairs and prefetch: m = 1024, B = 256 is 2,048 equal tasks.
+    {1, 1, 1, 1, false, "dmma k8 t2mp (tensor)", 1, 256, 256, 0, 2, 8, false, 0,
+     0, true, true},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
