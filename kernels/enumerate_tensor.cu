@@ -96,6 +96,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <utility>
 
@@ -636,11 +637,25 @@ absl::Status LaunchConfig(const DeviceArgs<T>& args, cudaStream_t stream) {
     int64_t blocks = std::min<int64_t>(
         (args.num_tasks + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks);
     if constexpr (S::kPrefetch) {
-      // A resident grid: each warp's next task is one it will run.
-      SAMPLER_ASSIGN_OR_RETURN(
-          blocks,
-          ResidentGridBlocks(&TensorKernel<T, S>, kBlockThreads, args.num_tasks,
-                             kWarpsPerBlock, kMaxBlocks));
+      // A resident grid: each warp's next task is one it will run. The
+      // device's resident blocks are asked once a device (the occupancy
+      // query costs host time that a launch of ~30 us would show).
+      constexpr int kCachedDevices = 64;
+      static std::atomic<int> resident[kCachedDevices];
+      int device = 0;
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+      int most = device < kCachedDevices
+                     ? resident[device].load(std::memory_order_relaxed)
+                     : 0;
+      if (most == 0) {
+        SAMPLER_ASSIGN_OR_RETURN(
+            most, ResidentGridBlocks(&TensorKernel<T, S>, kBlockThreads,
+                                     int64_t{kMaxBlocks}, 1, kMaxBlocks));
+        if (device < kCachedDevices) {
+          resident[device].store(most, std::memory_order_relaxed);
+        }
+      }
+      blocks = std::min<int64_t>(blocks, most);
     }
     TensorKernel<T, S>
         <<<static_cast<unsigned>(blocks), kBlockThreads, smem, stream>>>(args);
