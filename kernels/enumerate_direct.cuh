@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "sampler/kernels/cuda/enumerate.h"
 #include "sampler/kernels/cuda/warp.cuh"
@@ -151,8 +152,12 @@ __device__ __forceinline__ Geometry MakeGeometry(const StepProblem& sp,
 // The operand values [start, start + n) of a chunk, zero outside [0, len),
 // as the shared-memory type: `visit(i, value)` for i = sl, sl + LT, ...
 // (`kInFlight` loads issued before their values are used). The operand's
-// kind (scratch or values) is resolved once, not per value.
-template <int LT, int kInFlight, typename C, typename T, typename Visit>
+// kind (scratch or values) is resolved once, not per value. kLate: the
+// loads in flight are held as loaded (float values as floats: half the
+// registers of doubles) and converted to C as they are visited (the same
+// value either way).
+template <int LT, int kInFlight, typename C, bool kLate = false, typename T,
+          typename Visit>
 __device__ __forceinline__ void ForOperandRange(const DeviceArgs<T>& args,
                                                 const Operand& o, int64_t start,
                                                 int n, int sl, Visit visit) {
@@ -162,17 +167,19 @@ __device__ __forceinline__ void ForOperandRange(const DeviceArgs<T>& args,
   const int64_t room = o.len - start;
   const int hi = static_cast<int>(room <= 0 ? 0 : (room < n ? room : n));
   auto run = [&](const auto* p) {
+    using L = std::conditional_t<
+        kLate, std::remove_cv_t<std::remove_pointer_t<decltype(p)>>, C>;
     for (int i0 = sl; i0 < n; i0 += kInFlight * LT) {
-      C v[kInFlight];
+      L v[kInFlight];
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
         const int i = i0 + u * LT;
-        v[u] = i >= lo && i < hi ? static_cast<C>(p[i]) : C(0);
+        v[u] = i >= lo && i < hi ? static_cast<L>(p[i]) : L(0);
       }
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
         const int i = i0 + u * LT;
-        if (i < n) visit(i, v[u]);
+        if (i < n) visit(i, static_cast<C>(v[u]));
       }
     }
   };

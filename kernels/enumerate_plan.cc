@@ -81,7 +81,7 @@ int TileOutputs(LaunchKind kind, int config) {
     return kWarpSize / kLogGroups[config] * kExtendedOutputs;
   }
   const DirectConfigDef& c = kDirectConfigDefs[config];
-  if (c.tensor > 0) return 64 * c.tensor;
+  if (c.tensor > 0) return 64 * c.tensor * c.tensor_passes;
   return kWarpSize / c.sw / c.g * c.r;
 }
 
@@ -118,7 +118,8 @@ using enumerate_internal::TileOutputs;
 namespace {
 
 constexpr EnumerateDirectConfig PublicConfig(const DirectConfigDef& d) {
-  return {d.g, d.r, d.sw, d.q, d.name, d.split, d.chunk, d.tensor};
+  return {d.g,    d.r,     d.sw,    d.q,
+          d.name, d.split, d.chunk, d.tensor * d.tensor_passes};
 }
 template <int... I>
 constexpr std::array<EnumerateDirectConfig, sizeof...(I)> PublicConfigs(
@@ -556,12 +557,21 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
       if (l.kind == LaunchKind::kPair) pair_problems_ += l.sp_count;
     } else {
       const int tw = TileOutputs(l.kind, l.config);
+      // Mirrored tensor tiles: a task is tile t with tile tiles - 1 - t, so
+      // a problem has (tiles + 1) / 2 tasks.
+      const bool mirror = l.kind == LaunchKind::kLinear &&
+                          kDirectConfigDefs[l.config].tensor_mirror;
+      auto tasks_of = [&](const StepProblem& sp) {
+        const int64_t K = static_cast<int64_t>(sp.a_len) + sp.b_len - 1;
+        const int64_t tiles = (K + tw - 1) / tw;
+        return mirror ? (tiles + 1) / 2 : tiles;
+      };
       int64_t tiles_total = 0;
       bool single = true;
       for (const StepProblem& sp : sps) {
         const int64_t K = static_cast<int64_t>(sp.a_len) + sp.b_len - 1;
         single &= K <= tw;
-        tiles_total += (K + tw - 1) / tw;
+        tiles_total += tasks_of(sp);
       }
       if (single) {
         l.task_begin = -1;
@@ -580,11 +590,7 @@ void EnumerateBatchBuilder<T>::PlanDirect(int64_t* scratch_doubles) {
                                 kDirectConfigDefs[l.config].chunk > 0
                             ? kDirectConfigDefs[l.config].sw
                             : 1;
-        auto tiles_of = [&](size_t i) {
-          const int64_t K =
-              static_cast<int64_t>(sps[i].a_len) + sps[i].b_len - 1;
-          return (K + tw - 1) / tw;
-        };
+        auto tiles_of = [&](size_t i) { return tasks_of(sps[i]); };
         for (size_t i0 = 0; i0 < sps.size(); i0 += run) {
           const size_t i1 = std::min(sps.size(), i0 + run);
           int64_t most = 0;

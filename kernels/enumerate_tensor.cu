@@ -38,7 +38,20 @@
 // a_{s-2t}, a_{s-2t-2}, a_{s+1-2t}, a_{s-1-2t} from the same ring (of 2T
 // values) and B the two steps' x values; the same products, added in the
 // unit's order, half the mma instructions.
-// y is staged with 4 doubles of padding after every 8T values, so that the
+// Groups (session 11, tensor_group = G): the T sub-tiles form T / G groups
+// of G, group g the 64 G consecutive outputs from k0 + 64 G g, its rows
+// interleaved as above with G for T; each group keeps its own ring (loaded
+// from its own place in the y window) and runs only the steps of its own j
+// range, as the contiguous sub-tiles do (steps outside it add exact zeros:
+// skipping them changes no bit). At m = 256, k8 t4 in two groups of two
+// executes 100 m16n8k8 a problem instead of 144.
+// Mirrored tasks (tensor_mirror): a warp runs tile t and then tile tiles - 1
+// - t of the same problem, about equal work whatever t, so that the busiest
+// sub-partitions of a batch of few problems do no more than the mean.
+// Prefetch (tensor_prefetch): a resident grid, each warp a list of tasks;
+// as it starts a tile it prefetches the operands of its next one into L2.
+// None of these changes what a tile sums or in which order.
+// y is staged with 4 doubles of padding after every 8 G values, so that the
 // 32 lanes' loads (8T apart by row, 4 apart by step) fall in distinct banks:
 // a warp's A load is two wavefronts, its B load (11 distinct consecutive
 // values) one or two.
@@ -83,6 +96,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <utility>
 
@@ -125,24 +139,68 @@ constexpr int DivisorAtMost(int n, int cap) {
 // sub-tile runs only the steps of its own j range (the tile's rectangle
 // waste of T = 1), at the price of a longer ring (sub-tile t's A is a_{s -
 // 16 t}).
-template <int kTiles, int kChunk, int kMmaK, bool kContiguous>
+// kGroupTiles (interleaved sub-tiles only; 0 for all T): the sub-tiles
+// form groups of G, group g the 64 G consecutive outputs k0 + 64 G g + ...,
+// its rows interleaved (k0 + 64 G g + 8 G i + 8 u + n for its sub-tile u),
+// so that each group runs only its own j range's steps (as the contiguous
+// sub-tiles do) while its sub-tiles share one short ring: each group keeps
+// its own ring of A values, loaded from its own place in the y window.
+// kChainsCfg: the block sum's chains (0: the default below). kMirror: a
+// task is the tile and its mirror image (RunTask).
+template <int kTiles, int kChunk, int kMmaK, bool kContiguous,
+          int kGroupTiles = 0, int kChainsCfg = 0, bool kMirror = false,
+          bool kPrefetchNext = false, int kPassCount = 1>
 struct TensorShape {
   static constexpr int T = kTiles;
   static constexpr int kK = kMmaK;
   static constexpr bool kContig = kContiguous;
+  static constexpr bool kMirrored = kMirror;
+  static constexpr bool kPrefetch = kPrefetchNext;
+  // Passes over a staged chunk, each 64 T outputs with the same registers.
+  static constexpr int P = kPassCount;
+  static_assert(P == 1 || (!kContig && kGroupTiles > 0), "passes: groups");
   static_assert(kK == 4 || (kK == 8 && T % 2 == 0), "m16n8k8: sub-tile pairs");
-  static constexpr int TW = 64 * T;  // outputs a tile
-  // y values between a sub-tile's rows (8 T interleaved, 8 contiguous), the
-  // offset of sub-tile t + 1's outputs from sub-tile t's (8 or 64), and
-  // the steps between their A fragments (sub-tile t's A at step s is
-  // a_{s - kSubSteps t}).
-  static constexpr int kRowValues = kContig ? 8 : 8 * T;
+  static constexpr int TW = 64 * T * P;  // outputs a tile
+  static constexpr int kPassOutputs = 64 * T;
+  // Sub-tiles a group (interleaved rows), groups (each its own ring).
+  static constexpr int G = kContig ? 1 : kGroupTiles > 0 ? kGroupTiles : T;
+  static constexpr int NG = kContig ? 1 : T / G;
+  static_assert(kContig || (T % G == 0 && (kK == 4 || G % 2 == 0)),
+                "whole groups; m16n8k8 pairs inside a group");
+  // Groups that run only their own steps (ActiveSteps): the contiguous
+  // sub-tiles, and groups of interleaved ones.
+  static constexpr bool kSkips = kContig || NG > 1;
+  // y values between a sub-tile's rows (8 G interleaved, 8 contiguous), the
+  // offset of sub-tile t + 1's outputs from sub-tile t's in its group (8 or
+  // 64), and the steps between their A fragments (sub-tile u's A at step s
+  // is a_{s - kSubSteps u} of its group's ring; contiguous: one ring).
+  static constexpr int kRowValues = kContig ? 8 : 8 * G;
   static constexpr int kSubOffset = kContig ? 64 : 8;
   static constexpr int kSubSteps = kSubOffset / 4;
-  // A values kept: a_s .. a_{s - kSubSteps (T - 1)}, and a_{s+1} for
-  // m16n8k8's second step.
-  static constexpr int kPreroll = kSubSteps * (T - 1);
+  // Outputs a group covers (the contiguous sub-tiles: one each).
+  static constexpr int kGroupOutputs = kContig ? 64 : 64 * G;
+  // A values kept a ring: a_s .. a_{s - kSubSteps (G - 1)} (contiguous:
+  // T - 1), and a_{s+1} for m16n8k8's second step.
+  static constexpr int kPreroll = kSubSteps * ((kContig ? T : G) - 1);
   static constexpr int W = kPreroll + kK / 4;
+  // Group g's A window in the padded y window: its outputs are 64 G g
+  // further, 8 g whole rows (each padded by 4).
+  static constexpr int GroupY(int g) {
+    return kGroupOutputs * g + 4 * (kGroupOutputs * g / kRowValues);
+  }
+  // Sub-tile t's group and place in it.
+  static constexpr int GroupOf(int t) { return kContig ? 0 : t / G; }
+  static constexpr int SubOf(int t) { return kContig ? t : t % G; }
+  // The first output of the group of outputs sub-tile t runs the steps of
+  // (relative to the tile's), and sub-tile t's output (i, n).
+  static constexpr int RangeOf(int t) {
+    return kContig ? 64 * t : kGroupOutputs * (t / G);
+  }
+  static constexpr int OutputOf(int t, int i, int n) {
+    return kContig ? 64 * t + 8 * i + n
+                   : kGroupOutputs * (t / G) + kRowValues * i +
+                         kSubOffset * (t % G) + n;
+  }
   // Steps a row of y covers (kRowValues values, then the 4 of padding): a
   // chunk's steps are a multiple of it, so that the padding's place is a
   // compile-time offset of the step.
@@ -153,7 +211,7 @@ struct TensorShape {
   // Steps of a block sum (a divisor of U, even for m16n8k8); chains of the
   // block sum.
   static constexpr int F = DivisorAtMost(U, kContig ? 18 : 14);
-  static constexpr int kChains = T >= 4 ? 1 : 2;
+  static constexpr int kChains = kChainsCfg > 0 ? kChainsCfg : (T >= 4 ? 1 : 2);
   static constexpr int NS = kChunk / 4 / U * U > 0 ? kChunk / 4 / U* U : U;
   // The staged chunk: x values [c0 - 3, c0 + 4 NS + 4), y's window of TW +
   // 4 NS - 8 values, padded.
@@ -161,10 +219,22 @@ struct TensorShape {
   static constexpr int Pad(int e) { return e + 4 * (e / kRowValues); }
   static constexpr int kXElems = (4 * NS + 7 + 1) / 2 * 2;
   static constexpr int kYElems = (Pad(kYValues - 1) + 1 + 1) / 2 * 2;
-  static constexpr int kWarpElems = kXElems + kYElems;
+  // Passes: their outputs staged apart from the chunk, which the next pass
+  // reads again.
+  static constexpr int kOutElems = P > 1 ? kPassOutputs : 0;
+  static constexpr int kWarpElems = kXElems + kYElems + kOutElems;
   static_assert(U % W == 0 && U % kRow == 0 && NS % U == 0, "whole blocks");
   static_assert(kK == 4 || F % 2 == 0, "m16n8k8 blocks of whole step pairs");
-  static_assert(kWarpElems >= TW, "the output staging reuses the chunk");
+  static_assert(P > 1 || kWarpElems >= TW,
+                "the output staging reuses the chunk");
+  static_assert(!kMirror || !kContig, "mirrored tasks: interleaved tiles");
+  // Session 11's shapes hold float loads in flight as floats while staging
+  // (ForOperandRange's kLate: fewer registers at the kernel's peak), and
+  // are held to 4 blocks an SM for T = 4 (128 registers: a 24-64 byte
+  // spill for two chains and for passes), 5 for T = 2.
+  static constexpr bool kSession11 =
+      kGroupTiles > 0 || kMirror || kPrefetch || P > 1;
+  static constexpr bool kLateConvert = kSession11;
   // Blocks an SM the registers must allow (__launch_bounds__), as many as
   // the shared memory allows where that costs no spill (ptxas -v): T = 1 9
   // (56 registers), T = 2 7 (72); no cap for m16n8k8's T = 2 (96: it spills
@@ -178,6 +248,8 @@ struct TensorShape {
   static constexpr int kStageInFlight = T == 4 ? 16 : 8;
   static constexpr int kMinBlocks = T == 1                          ? 9
                                     : T == 2 && kK == 4 && !kContig ? 7
+                                    : kSession11 && T == 2          ? 5
+                                    : kSession11                    ? 4
                                                                     : 1;
 };
 
@@ -256,7 +328,7 @@ struct ActiveSteps {
   int span[S::T];
   // Whether sub-tile t (or the pair t, t + 1) has work at step s (or s + 1).
   __device__ __forceinline__ bool Any(int t, int s) const {
-    if constexpr (!S::kContig) {
+    if constexpr (!S::kSkips) {
       return true;
     } else {
       constexpr int kLast = S::kK / 4 - 1;  // the mma's last step past s
@@ -272,20 +344,24 @@ __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
                                              int steps, int lane,
                                              const ActiveSteps<S>& active) {
   constexpr int T = S::T, W = S::W, U = S::U, F = S::F, kRow = S::kRow;
+  constexpr int NG = S::NG;
   const int row = lane >> 2, kk = lane & 3;
   // B_s: x at 4 s + 3 + n - kk, n = lane / 4.
   const double* const xb = xs + 3 + row - kk;
-  // A: a_s is y at Pad(8 T row + kk + 4 (steps - 1 - s)) = (8 T + 4) row +
+  // A: a_s is y at Pad(8 G row + kk + 4 (steps - 1 - s)) = (8 G + 4) row +
   // kk + Pad(4 (steps - 1 - s)) (the row's padding, and the step's: 4 (...)
-  // is a multiple of 4 and kk < 4).
+  // is a multiple of 4 and kk < 4); group g's from GroupY(g) on.
   const double* const ylane = ys + (S::kRowValues + 4) * row + kk;
-  double ring[W];
+  double ring[NG][W];
   {
     // a_{-1} .. a_{-kPreroll}: sub-tile t's A at the chunk's first steps.
     const double* const ya = ylane + 4 * steps + 4 * (steps / kRow);
 #pragma unroll
-    for (int r = 1; r <= S::kPreroll; ++r) {
-      ring[PosMod(-r, W)] = ya[YOffset<S>(-r)];
+    for (int g = 0; g < NG; ++g) {
+#pragma unroll
+      for (int r = 1; r <= S::kPreroll; ++r) {
+        ring[g][PosMod(-r, W)] = ya[S::GroupY(g) + YOffset<S>(-r)];
+      }
     }
   }
   constexpr int kChains = S::kChains;
@@ -297,19 +373,27 @@ __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
     for (int tt = 0; tt < U; tt += S::kK / 4) {
       if (tt % kRow == 0 && tt > 0 && tt >= q) break;
       if constexpr (S::kK == 4) {
-        ring[tt % W] = ya[YOffset<S>(tt)];
+#pragma unroll
+        for (int g = 0; g < NG; ++g) {
+          ring[g][tt % W] = ya[S::GroupY(g) + YOffset<S>(tt)];
+        }
         const double b = xp[4 * tt];
 #pragma unroll
         for (int t = 0; t < T; ++t) {
           if (!active.Any(t, tb + tt)) continue;  // warp-uniform
           double(&d)[2] = acc.block[t][tt % kChains];
-          Mma(d[0], d[1], ring[PosMod(tt - S::kSubSteps * t, W)], b);
+          Mma(d[0], d[1],
+              ring[S::GroupOf(t)][PosMod(tt - S::kSubSteps * S::SubOf(t), W)],
+              b);
         }
       } else {
         // Steps tt and tt + 1 of sub-tiles t and t + 1 in one m16n8k8:
-        // sub-tile t's A at step s is a_{s - kSubSteps t}.
-        ring[tt % W] = ya[YOffset<S>(tt)];
-        ring[(tt + 1) % W] = ya[YOffset<S>(tt + 1)];
+        // sub-tile t's A at step s is a_{s - kSubSteps t} (of its group).
+#pragma unroll
+        for (int g = 0; g < NG; ++g) {
+          ring[g][tt % W] = ya[S::GroupY(g) + YOffset<S>(tt)];
+          ring[g][(tt + 1) % W] = ya[S::GroupY(g) + YOffset<S>(tt + 1)];
+        }
         const double b0 = xp[4 * tt];
         const double b1 = xp[4 * tt + 4];
         constexpr int kS = S::kSubSteps;
@@ -318,10 +402,12 @@ __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
           if (!active.Any(t, tb + tt)) continue;  // warp-uniform
           double(&d)[2] = acc.block[t][tt / 2 % kChains];
           double(&e)[2] = acc.block[t + 1][tt / 2 % kChains];
-          Mma16(d[0], d[1], e[0], e[1], ring[PosMod(tt - kS * t, W)],
-                ring[PosMod(tt - kS * (t + 1), W)],
-                ring[PosMod(tt + 1 - kS * t, W)],
-                ring[PosMod(tt + 1 - kS * (t + 1), W)], b0, b1);
+          const double* const rg = ring[S::GroupOf(t)];
+          const int u = S::SubOf(t);
+          Mma16(d[0], d[1], e[0], e[1], rg[PosMod(tt - kS * u, W)],
+                rg[PosMod(tt - kS * (u + 1), W)],
+                rg[PosMod(tt + 1 - kS * u, W)],
+                rg[PosMod(tt + 1 - kS * (u + 1), W)], b0, b1);
         }
       }
       if ((tt + S::kK / 4) % F == 0) acc.Flush();
@@ -330,7 +416,11 @@ __device__ __forceinline__ void ComputeChunk(TensorAccumulators<S>& acc,
   acc.Flush();  // the last block's partial sums (zeros add nothing)
 }
 
-// One task: its tile's chunks staged and computed, then the write.
+// One task: its tile's chunks staged and computed, then the write; with
+// passes (P > 1), pass p computes and writes the tile's outputs [64 T p,
+// 64 T (p + 1)) over the same chunks (the same steps as the whole tile's,
+// those of no group of the pass skipped), a chunk staged once where the
+// tile has only one.
 template <class S, typename T>
 __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
                                         const StepProblem& sp, int64_t tile,
@@ -338,75 +428,150 @@ __device__ __forceinline__ void RunTile(const DeviceArgs<T>& args,
   const Geometry g = MakeGeometry<S::TW>(sp, tile);
   double* const xs = smem;
   double* const ys = smem + S::kXElems;
-  TensorAccumulators<S> acc;
-  acc.Clear();
-  // Contiguous sub-tiles: sub-tile t's steps of the tile, from the last
-  // base c <= jlo_t - 4 to the first c >= jhi_t (none past the result), and
-  // for m16n8k8 the union of each pair's in its first.
-  int lo[S::T], hi[S::T];
-  if constexpr (S::kContig) {
-    const int64_t LX = g.x.len, LY = g.y.len;
+  int staged_at = -1;  // passes: the first step of the chunk in xs, ys
+#pragma unroll 1
+  for (int pass = 0; pass < S::P; ++pass) {
+    const int64_t kp = g.k0 + static_cast<int64_t>(S::kPassOutputs) * pass;
+    if (S::P > 1 && kp >= g.K) break;  // (pass 0 never)
+    TensorAccumulators<S> acc;
+    acc.Clear();
+    // Contiguous sub-tiles and groups: sub-tile t's steps of the tile (its
+    // group's), from the last base c <= jlo_t - 4 to the first c >= jhi_t
+    // (none past the result), and for m16n8k8 the union of each pair's in
+    // its first.
+    int lo[S::T], hi[S::T];
+    if constexpr (S::kSkips) {
+      const int64_t LX = g.x.len, LY = g.y.len;
 #pragma unroll
-    for (int t = 0; t < S::T; ++t) {
-      const int64_t k = g.k0 + S::kSubOffset * t;
-      const int64_t jlo = k - LY + 1 > 0 ? k - LY + 1 : 0;
-      const int64_t jhi = k + 63 < LX - 1 ? k + 63 : LX - 1;
-      lo[t] = static_cast<int>((jlo - g.jlo) / 4);
-      hi[t] = k < g.K ? static_cast<int>((jhi - g.jlo + 7) / 4) : lo[t] - 1;
-    }
-    if constexpr (S::kK == 8) {
+      for (int t = 0; t < S::T; ++t) {
+        const int64_t k = kp + S::RangeOf(t);
+        const int64_t jlo = k - LY + 1 > 0 ? k - LY + 1 : 0;
+        const int64_t last = k + S::kGroupOutputs - 1;
+        const int64_t jhi = last < LX - 1 ? last : LX - 1;
+        lo[t] = static_cast<int>((jlo - g.jlo) / 4);
+        hi[t] = k < g.K ? static_cast<int>((jhi - g.jlo + 7) / 4) : lo[t] - 1;
+      }
+      if constexpr (S::kK == 8) {
 #pragma unroll
-      for (int t = 0; t < S::T; t += 2) {
-        if (hi[t + 1] >= lo[t + 1]) {  // (sub-tile t is never past the end
-                                       // where t + 1 is not)
-          lo[t] = lo[t] < lo[t + 1] ? lo[t] : lo[t + 1];
-          hi[t] = hi[t] > hi[t + 1] ? hi[t] : hi[t + 1];
+        for (int t = 0; t < S::T; t += 2) {
+          if (hi[t + 1] >= lo[t + 1]) {  // (sub-tile t is never past the end
+                                         // where t + 1 is not)
+            lo[t] = lo[t] < lo[t + 1] ? lo[t] : lo[t + 1];
+            hi[t] = hi[t] > hi[t + 1] ? hi[t] : hi[t + 1];
+          }
         }
       }
     }
-  }
-  int step0 = 0;  // the chunk's first step in the tile
-  for (int64_t c0 = g.jlo - 4; c0 < g.jhi + 4;) {
-    const int64_t rest = (g.jhi - c0 + 3) / 4 + 1;
-    const int steps =
-        rest >= S::NS
-            ? S::NS
-            : static_cast<int>((rest + S::kRow - 1) / S::kRow * S::kRow);
-    __syncwarp();
-    ForOperandRange<kWarpSize, S::kStageInFlight, double>(
-        args, g.x, c0 - 3, 4 * steps + 7, lane,
-        [&](int i, double v) { xs[i] = v; });
-    ForOperandRange<kWarpSize, S::kStageInFlight, double>(
-        args, g.y, g.k0 - c0 - 4 * (steps - 1), S::TW + 4 * steps - 8, lane,
-        [&](int i, double v) { ys[S::Pad(i)] = v; });
-    __syncwarp();
-    ActiveSteps<S> active;
-    if constexpr (S::kContig) {
+    int step0 = 0;  // the chunk's first step in the tile
+    for (int64_t c0 = g.jlo - 4; c0 < g.jhi + 4;) {
+      const int64_t rest = (g.jhi - c0 + 3) / 4 + 1;
+      const int steps =
+          rest >= S::NS
+              ? S::NS
+              : static_cast<int>((rest + S::kRow - 1) / S::kRow * S::kRow);
+      ActiveSteps<S> active;
+      bool any = true;
+      if constexpr (S::kSkips) {
+        if constexpr (S::P > 1) any = false;
 #pragma unroll
-      for (int t = 0; t < S::T; ++t) {
-        active.lo[t] = lo[t] - step0;
-        active.span[t] = hi[t] - lo[t];
+        for (int t = 0; t < S::T; ++t) {
+          active.lo[t] = lo[t] - step0;
+          active.span[t] = hi[t] - lo[t];
+          if constexpr (S::P > 1) {
+            // Steps lo - 1 .. hi (an m16n8k8 at s runs s and s + 1) meet
+            // the chunk's 0 .. steps - 1.
+            any |= active.span[t] >= 0 && active.lo[t] - 1 < steps &&
+                   active.lo[t] + active.span[t] >= 0;
+          }
+        }
+      }
+      if (any) {
+        if (S::P == 1 || staged_at != step0) {
+          __syncwarp();
+          ForOperandRange<kWarpSize, S::kStageInFlight, double,
+                          S::kLateConvert>(args, g.x, c0 - 3, 4 * steps + 7,
+                                           lane,
+                                           [&](int i, double v) { xs[i] = v; });
+          ForOperandRange<kWarpSize, S::kStageInFlight, double,
+                          S::kLateConvert>(
+              args, g.y, g.k0 - c0 - 4 * (steps - 1), S::TW + 4 * steps - 8,
+              lane, [&](int i, double v) { ys[S::Pad(i)] = v; });
+          __syncwarp();
+          staged_at = step0;
+        }
+        // Pass p's groups are groups NG p .. of the tile's y window.
+        ComputeChunk<S>(acc, xs, ys + S::GroupY(S::NG) * pass, steps, lane,
+                        active);
+      }
+      c0 += 4 * steps;
+      step0 += steps;
+    }
+    // Output (t, i, n) = kp + OutputOf(t, i, n); lane l holds i = l / 4, n
+    // = 2 (l % 4) + c. Passes stage them apart from the chunk.
+    __syncwarp();
+    double* const staged = S::P > 1 ? ys + S::kYElems : smem;
+#pragma unroll
+    for (int t = 0; t < S::T; ++t) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        staged[S::OutputOf(t, lane >> 2, 2 * (lane & 3) + c)] = acc.total[t][c];
       }
     }
-    ComputeChunk<S>(acc, xs, ys, steps, lane, active);
-    c0 += 4 * steps;
-    step0 += steps;
+    __syncwarp();
+    WriteTile(args, sp, kp, g.K, S::kPassOutputs, lane, kWarpSize, staged,
+              /*log_values=*/false);
   }
-  // Output (t, i, n) = k0 + kRowValues i + kSubOffset t + n; lane l holds
-  // i = l / 4, n = 2 (l % 4) + c.
-  __syncwarp();
-  double* const staged = smem;
-#pragma unroll
-  for (int t = 0; t < S::T; ++t) {
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      staged[S::kRowValues * (lane >> 2) + S::kSubOffset * t + 2 * (lane & 3) +
-             c] = acc.total[t][c];
-    }
+}
+
+// Prefetches operand values [start, start + n) (those inside the operand)
+// into L2, a 128-byte line a lane.
+template <typename T>
+__device__ __forceinline__ void PrefetchOperand(const DeviceArgs<T>& args,
+                                                const Operand& o, int64_t start,
+                                                int64_t n, int lane) {
+  const int64_t lo = start > 0 ? start : 0;
+  const int64_t hi = start + n < o.len ? start + n : o.len;
+  if (lo >= hi) return;
+  const char* const p =
+      o.scratch ? reinterpret_cast<const char*>(args.scratch + o.base)
+                : reinterpret_cast<const char*>(args.values + o.base);
+  const int64_t size = o.scratch ? sizeof(double) : sizeof(T);
+  const uintptr_t first =
+      reinterpret_cast<uintptr_t>(p + lo * size) & ~uintptr_t{127};
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p + hi * size);
+  for (uintptr_t at = first + 128 * static_cast<uintptr_t>(lane); at < end;
+       at += 128 * kWarpSize) {
+    asm volatile("prefetch.global.L2 [%0];\n" : : "l"(at));
   }
-  __syncwarp();
-  WriteTile(args, sp, g.k0, g.K, S::TW, lane, kWarpSize, staged,
-            /*log_values=*/false);
+}
+
+// Prefetches every operand value a tile's chunks stage (RunTile): x from
+// its j range's first chunk base - 3 to past its last, y over the window
+// of every chunk.
+template <class S, typename T>
+__device__ __forceinline__ void PrefetchTile(const DeviceArgs<T>& args,
+                                             const StepProblem& sp,
+                                             int64_t tile, int lane) {
+  const Geometry g = MakeGeometry<S::TW>(sp, tile);
+  PrefetchOperand(args, g.x, g.jlo - 7, g.jhi - g.jlo + 16, lane);
+  PrefetchOperand(args, g.y, g.k0 - g.jhi - 8, S::TW + g.jhi - g.jlo + 16,
+                  lane);
+}
+
+// A warp's unit of work number `half` (0, or 1 for a mirrored task's
+// second tile) of task `task`: false where there is none.
+template <class S, typename T>
+__device__ __forceinline__ bool UnitOf(const DeviceArgs<T>& args, int64_t task,
+                                       int half, StepProblem* sp,
+                                       int64_t* tile) {
+  if (task >= args.num_tasks) return false;
+  TaskOf(args.steps, args.tasks, task, sp, tile);
+  if (half == 0) return true;
+  const int64_t K = static_cast<int64_t>(sp->a_len) + sp->b_len - 1;
+  const int64_t mirror = (K + S::TW - 1) / S::TW - 1 - *tile;
+  if (mirror == *tile) return false;
+  *tile = mirror;
+  return true;
 }
 
 template <typename T, class S>
@@ -417,10 +582,43 @@ __global__ void __launch_bounds__(kBlockThreads, S::kMinBlocks)
   const int warp = threadIdx.x / kWarpSize;
   double* const smem = reinterpret_cast<double*>(smem_raw) +
                        static_cast<int64_t>(warp) * S::kWarpElems;
-  ForEachWarpTask<kWarpsPerBlock>(args, warp,
-                                  [&](const StepProblem& sp, int64_t tile) {
-                                    RunTile<S>(args, sp, tile, lane, smem);
-                                  });
+  if constexpr (!S::kMirrored && !S::kPrefetch) {
+    ForEachWarpTask<kWarpsPerBlock>(args, warp,
+                                    [&](const StepProblem& sp, int64_t tile) {
+                                      RunTile<S>(args, sp, tile, lane, smem);
+                                    });
+  } else {
+    // Mirrored: a task is tile t and its mirror image, tile tiles - 1 - t,
+    // together about the same steps whatever t (the planner made (tiles +
+    // 1) / 2 tasks a problem). A unit's task is read again where it is
+    // needed, so that nothing of one tile stays in registers over another.
+    // Prefetch: as a warp starts a tile, its next tile's operands are
+    // fetched into L2 (its first tile's too, for the chunks after the
+    // first), so that their staging waits on L2 rather than memory.
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+    const int64_t first =
+        static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+    constexpr int kHalves = S::kMirrored ? 2 : 1;
+    for (int64_t task = first; task < args.num_tasks; task += stride) {
+#pragma unroll 1
+      for (int half = 0; half < kHalves; ++half) {
+        StepProblem sp;
+        int64_t tile;
+        if (!UnitOf<S>(args, task, half, &sp, &tile)) break;
+        if constexpr (S::kPrefetch) {
+          if (task == first && half == 0) PrefetchTile<S>(args, sp, tile, lane);
+          StepProblem next;
+          int64_t next_tile;
+          if ((half + 1 < kHalves &&
+               UnitOf<S>(args, task, half + 1, &next, &next_tile)) ||
+              UnitOf<S>(args, task + stride, 0, &next, &next_tile)) {
+            PrefetchTile<S>(args, next, next_tile, lane);
+          }
+        }
+        RunTile<S>(args, sp, tile, lane, smem);
+      }
+    }
+  }
 }
 
 template <typename T, int CONFIG>
@@ -429,13 +627,36 @@ absl::Status LaunchConfig(const DeviceArgs<T>& args, cudaStream_t stream) {
   if constexpr (D.tensor == 0) {
     return absl::InternalError("enumerate: not a tensor configuration");
   } else {
-    using S = TensorShape<D.tensor, D.chunk, D.tensor_k, D.tensor_contiguous>;
+    using S = TensorShape<D.tensor, D.chunk, D.tensor_k, D.tensor_contiguous,
+                          D.tensor_group, D.tensor_chains, D.tensor_mirror,
+                          D.tensor_prefetch, D.tensor_passes>;
     const void* fn = reinterpret_cast<const void*>(&TensorKernel<T, S>);
     const size_t smem =
         static_cast<size_t>(kWarpsPerBlock) * S::kWarpElems * sizeof(double);
     SAMPLER_RETURN_IF_ERROR(AllowDynamicSharedMemory(fn, smem));
-    const int64_t blocks = std::min<int64_t>(
+    int64_t blocks = std::min<int64_t>(
         (args.num_tasks + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks);
+    if constexpr (S::kPrefetch) {
+      // A resident grid: each warp's next task is one it will run. The
+      // device's resident blocks are asked once a device (the occupancy
+      // query costs host time that a launch of ~30 us would show).
+      constexpr int kCachedDevices = 64;
+      static std::atomic<int> resident[kCachedDevices];
+      int device = 0;
+      SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+      int most = device < kCachedDevices
+                     ? resident[device].load(std::memory_order_relaxed)
+                     : 0;
+      if (most == 0) {
+        SAMPLER_ASSIGN_OR_RETURN(
+            most, ResidentGridBlocks(&TensorKernel<T, S>, kBlockThreads,
+                                     int64_t{kMaxBlocks}, 1, kMaxBlocks));
+        if (device < kCachedDevices) {
+          resident[device].store(most, std::memory_order_relaxed);
+        }
+      }
+      blocks = std::min<int64_t>(blocks, most);
+    }
     TensorKernel<T, S>
         <<<static_cast<unsigned>(blocks), kBlockThreads, smem, stream>>>(args);
     SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();

@@ -481,6 +481,27 @@ TYPED_TEST(EnumerateCudaHostTest, PlannedTreeComputesTheSum) {
   }
 }
 
+// The (problem, tile) of each task of a batch planned into one launch.
+std::vector<std::pair<int, int>> PlannedTasks(
+    EnumerateBatchBuilder<float>& builder) {
+  std::vector<std::pair<int, int>> got;
+  EXPECT_TRUE(builder.Finish().ok());
+  std::vector<unsigned char> arena(builder.ArenaBytes());
+  builder.PackInto(arena.data());
+  const EnumerateBatch<float> v =
+      builder.View(arena.data(), nullptr, nullptr, nullptr, 0);
+  EXPECT_EQ(v.launches->size(), 1u);
+  if (v.launches->size() != 1) return got;
+  const enumerate_internal::Launch& l = v.launches->front();
+  const auto* tasks = reinterpret_cast<const enumerate_internal::Task*>(
+                          arena.data() + v.tasks_at) +
+                      l.task_begin;
+  for (int64_t i = 0; i < l.task_count; ++i) {
+    got.push_back({tasks[i].step_problem, tasks[i].tile});
+  }
+  return got;
+}
+
 // A linear launch's task list holds every tile of every step problem once:
 // in problem order for most configurations, and for the long-chunk
 // sub-warps (g1r7x4) tile-major over runs of 4 problems, so that a warp's
@@ -502,16 +523,6 @@ TEST(EnumeratePlanTest, LongSubwarpTasksRunTileMajor) {
                            ProbSpace::kLinear)
                       .ok());
     }
-    ASSERT_TRUE(builder.Finish().ok());
-    std::vector<unsigned char> arena(builder.ArenaBytes());
-    builder.PackInto(arena.data());
-    const EnumerateBatch<float> v =
-        builder.View(arena.data(), nullptr, nullptr, nullptr, 0);
-    ASSERT_EQ(v.launches->size(), 1u);
-    const enumerate_internal::Launch& l = v.launches->front();
-    const auto* tasks = reinterpret_cast<const enumerate_internal::Task*>(
-                            arena.data() + v.tasks_at) +
-                        l.task_begin;
     const int tw = TileOutputs(LaunchKind::kLinear, config);
     auto tiles = [&](int p) { return ((p == 1 ? 355 : 511) + tw - 1) / tw; };
     const int run = config == kLongSubwarps ? 4 : 1;
@@ -524,12 +535,41 @@ TEST(EnumeratePlanTest, LongSubwarpTasksRunTileMajor) {
         }
       }
     }
-    std::vector<std::pair<int, int>> got;
-    for (int64_t i = 0; i < l.task_count; ++i) {
-      got.push_back({tasks[i].step_problem, tasks[i].tile});
-    }
-    EXPECT_EQ(got, want) << config;
+    EXPECT_EQ(PlannedTasks(builder), want) << config;
   }
+}
+
+// Mirrored tensor tiles (tensor_mirror): a task is tile t with tile tiles -
+// 1 - t, so a problem of `tiles` tiles has (tiles + 1) / 2 tasks, tiles 0
+// to (tiles - 1) / 2 in problem order (an odd count's middle tile alone).
+TEST(EnumeratePlanTest, MirroredTensorTasksCoverEachTileOnce) {
+  const auto configs = EnumerateDirectConfigs();
+  int tested = 0;
+  for (int config = 0; config < static_cast<int>(configs.size()); ++config) {
+    if (!enumerate_internal::kDirectConfigDefs[config].tensor_mirror) continue;
+    ++tested;
+    EnumerateOptions o;
+    o.method = EnumerateMethod::kDirect;
+    o.direct_config = config;
+    EnumerateBatchBuilder<float> builder(o);
+    // Results of 2047, 511, 1299, 767 and 100 outputs: 8, 2, 6, 3 and 1
+    // tiles of 256 (16, 4, 11, 6 and 1 of 128).
+    const std::pair<int, int> sizes[] = {
+        {1024, 1024}, {256, 256}, {300, 1000}, {384, 384}, {50, 51}};
+    const int tw = TileOutputs(LaunchKind::kLinear, config);
+    std::vector<std::pair<int, int>> want;
+    for (int p = 0; p < 5; ++p) {
+      const auto [la, lb] = sizes[p];
+      const std::vector<float> a = Uniform<float>(la), b = Uniform<float>(lb);
+      ASSERT_TRUE(
+          builder.Add({{0, a}, {0, b}}, ProbSpace::kLinear, ProbSpace::kLinear)
+              .ok());
+      const int tiles = (la + lb - 1 + tw - 1) / tw;
+      for (int t = 0; t < (tiles + 1) / 2; ++t) want.push_back({p, t});
+    }
+    EXPECT_EQ(PlannedTasks(builder), want) << configs[config].name;
+  }
+  EXPECT_GE(tested, 2);
 }
 
 // The pair kernel's bounds: both terms of at most kPairMaxLength values; kAuto

@@ -44,6 +44,23 @@ struct DirectConfigDef {
   // Its sub-tiles: interleaved rows (false), or 64 consecutive outputs each,
   // each running only its own j range's steps (true).
   bool tensor_contiguous = false;
+  // Interleaved sub-tiles: how many share a group of 64 G consecutive
+  // outputs (rows interleaved inside the group, groups contiguous, each
+  // group running only its own j range's steps); 0 for all T (one group).
+  int tensor_group = 0;
+  // Alternating chains of a block sum (0: 2 for T <= 2, 1 for T = 4).
+  int tensor_chains = 0;
+  // A task is a tile and its mirror image (tile tiles - 1 - t of the same
+  // problem): the pair's steps are about equal, so every warp (and every
+  // SM sub-partition) gets the same work.
+  bool tensor_mirror = false;
+  // The tensor kernel on a resident grid (each warp a list of tasks), the
+  // operands of a warp's next tile prefetched into L2 as it starts a tile.
+  bool tensor_prefetch = false;
+  // Passes over a staged chunk: a tile of 64 tensor tensor_passes outputs,
+  // whose passes (64 tensor outputs each, one set of accumulators) share
+  // the chunk's staging, so that a problem of one chunk is staged once.
+  int tensor_passes = 1;
 };
 
 // The direct configurations (the template instantiations). Index = config.
@@ -102,6 +119,36 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
     // mma's than t2's interleaved rows), m8n8k4 and m16n8k8.
     {1, 1, 1, 1, false, "dmma c2 (tensor)", 1, 288, 288, 0, 2, 4, true},
     {1, 1, 1, 1, false, "dmma k8 c2 (tensor)", 1, 288, 288, 0, 2, 8, true},
+    // Session 11 (issue 11, float32): k8 t4 as two groups of 128 outputs
+    // (two interleaved sub-tiles each), each group running only its own
+    // steps (m = 256: 100 m16n8k8 a problem against k8 t4's 144); "p": the
+    // next tile's operands prefetched into L2 while this one runs, a
+    // resident grid; "h2": two chains (twice the independent mma's a
+    // warp); "m": mirrored tile pairs as tasks (m = 1024, B = 256: k8 t4's
+    // tiles of 72 to 264 steps leave the busiest sub-partitions ~1.6x the
+    // mean).
+    {1, 1, 1, 1, false, "dmma k8 g2 (tensor)", 1, 288, 288, 0, 4, 8, false, 2},
+    {1, 1, 1, 1, false, "dmma k8 g2p (tensor)", 1, 288, 288, 0, 4, 8, false, 2,
+     0, false, true},
+    {1, 1, 1, 1, false, "dmma k8 g2h2p (tensor)", 1, 288, 288, 0, 4, 8, false,
+     2, 2, false, true},
+    {1, 1, 1, 1, false, "dmma k8 t4p (tensor)", 1, 288, 288, 0, 4, 8, false, 0,
+     0, false, true},
+    {1, 1, 1, 1, false, "dmma k8 t4m (tensor)", 1, 288, 288, 0, 4, 8, false, 0,
+     0, true},
+    {1, 1, 1, 1, false, "dmma k8 g2mp (tensor)", 1, 288, 288, 0, 4, 8, false, 2,
+     0, true, true},
+    {1, 1, 1, 1, false, "dmma k8 g2h2mp (tensor)", 1, 288, 288, 0, 4, 8, false,
+     2, 2, true, true},
+    // Tiles of 512 outputs in two passes of g2p's 256 over one staging: at
+    // m = 256 a problem is one tile, one chunk (x and y staged once: 1,087
+    // values against g2's 2 x 831), half the tasks.
+    {1, 1, 1, 1, false, "dmma k8 g2x2p (tensor)", 1, 288, 288, 0, 4, 8, false,
+     2, 0, false, true, 2},
+    // k8 t2 (tiles of 128: m = 1024 wastes 1.13x, not 1.31x) with mirrored
+    // pairs and prefetch: m = 1024, B = 256 is 2,048 equal tasks.
+    {1, 1, 1, 1, false, "dmma k8 t2mp (tensor)", 1, 256, 256, 0, 2, 8, false, 0,
+     0, true, true},
 };
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
