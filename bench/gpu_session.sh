@@ -6,9 +6,9 @@
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
 # service floor multi wire pb small smallprof plan crossover upload unary
-# categorical catblock enumerate tensor issue13.
+# categorical catblock catstream enumerate tensor issue13.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical catblock enumerate tensor issue13}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical catblock catstream enumerate tensor issue13}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -30,7 +30,7 @@ done
 # long under instrumentation).
 declare -A subset=(
   [boards]='BoardsGpuTest.Go19x19TwoColoursMatchesCpu:BoardsGpuTest.MixedBatchMatchesCpu'
-  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch:CategoricalGpuTest/0.LanesManyRowsAndChunks:CategoricalGpuTest/1.WarpTilesMixedBatch:CategoricalGpuTest/0.BlockRowMixedBatch'
+  [categorical]='CategoricalGpuTest/0.ButterflyMixedBatch:CategoricalGpuTest/1.ButterflyLargeKUsesTheWorkspace:CategoricalGpuTest/0.RowSplitMixedBatch:CategoricalGpuTest/0.LanesManyRowsAndChunks:CategoricalGpuTest/1.WarpTilesMixedBatch:CategoricalGpuTest/0.BlockRowMixedBatch:CategoricalGpuTest/0.BlockRowStreamedMixedBatch'
   [enumerate]='EnumerateGpuTest/*.SanitizerSmoke:EnumerateGpuTest/*.SmallPath*:EnumerateGpuTest/*.PairKernel*'
   [gamma]='GammaGpuTest/0.MixedBatchesMatchCpuBitForBit:GammaGpuTest/1.DirichletRaggedBatchesMatchCpuBitForBit'
 )
@@ -273,6 +273,22 @@ if want catblock; then
       --csv "$work/catblock_$label.csv" >> "$work/catblock.log" 2>&1
     summary "categorical $label: rc=$? $(grep -E "^$label " \
       "$work/catblock.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+  done
+fi
+
+# Session 11 (helper R), issue 11 at large K: block-row's streamed chunks
+# ("block-row-st": a block reads its chunk of at most 64 KiB twice, the
+# second pass from L2, 16 warps, two blocks an SM; "-st-c2x": twice the
+# blocks a row) from K = 4,096 to 2^17 at 1, 4 and 32 draws, 64 rows of
+# 4,096, 16,384 and 2^17, and logits at 2^17, against block-row as
+# planned in the same part (its thread draws now load a group's 4 vectors
+# side by side); about 110 timings.
+if want catstream; then
+  for label in block-row block-row-st block-row-st-c2x; do
+    timeout 110 ./categorical_bench --issue --quick --kernel $label \
+      --csv "$work/catstream_$label.csv" >> "$work/catstream.log" 2>&1
+    summary "categorical $label: rc=$? $(grep -E "^$label " \
+      "$work/catstream.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
   done
 fi
 
