@@ -128,9 +128,11 @@ enum class Variant {
   // ReplanBlockRowStreamed: each block reads its chunk of at most 64 KiB
   // twice, the second pass from L2, instead of holding it in shared
   // memory), at the streaming planner's blocks a row ("-st") and twice
-  // them ("-st-c2x"): session 11, issue 11's K from 16,384 on.
+  // them ("-st-c2x"), and twice them in blocks of 8 warps instead of 16
+  // ("-st-8w": four blocks an SM): session 11, issue 11's K from 16,384 on.
   kStreamed,
   kStreamedSplit2,
+  kStreamed8Warps,
 };
 
 // The label suffix of a variant.
@@ -153,6 +155,8 @@ const char* VariantSuffix(CategoricalKernel kernel, Variant variant) {
       return "-st";
     case Variant::kStreamedSplit2:
       return "-st-c2x";
+    case Variant::kStreamed8Warps:
+      return "-st-8w";
   }
   return "";
 }
@@ -167,14 +171,18 @@ int SplitFactor(Variant variant) {
 
 // The factor of a streamed variant's blocks a row (0 for the others).
 int StreamedSplit(Variant variant) {
-  return variant == Variant::kStreamed         ? 1
-         : variant == Variant::kStreamedSplit2 ? 2
-                                               : 0;
+  if (variant == Variant::kStreamed) return 1;
+  return variant == Variant::kStreamedSplit2 ||
+                 variant == Variant::kStreamed8Warps
+             ? 2
+             : 0;
 }
 
 // The most warps a block-row block takes (kernels/categorical_block_row.h,
-// private to the library).
+// private to the library), and the fewer warps of a streamed block's
+// "-st-8w" (kernels/categorical_block_stream.h).
 constexpr int kBlockRowLargestWarps = 32;
+constexpr int kBlockStreamFewerWarps = 8;
 
 class Bench {
  public:
@@ -271,6 +279,9 @@ class Bench {
       if (StreamedSplit(variant) > 0) {
         SAMPLER_RETURN_IF_ERROR(
             ReplanBlockRowStreamed(k, StreamedSplit(variant), &plan));
+      }
+      if (variant == Variant::kStreamed8Warps) {
+        plan.block_row_warps = kBlockStreamFewerWarps;
       }
     } else {
       plan.register_cap = alternate;
@@ -386,10 +397,11 @@ std::vector<Variant> BlockRowSplits(int64_t k) {
 // The block-row streamed variants measured at K (float32, up to the
 // block-row kernel's `largest` K): from K = 4,096 (where block-row's held
 // rows met 70% at one draw, for comparison) on; twice the blocks a row
-// while they stay at most 16 (2^17 takes 8).
+// (also in blocks of 8 warps) while they stay at most 16 (2^17 takes 8).
 std::vector<Variant> BlockRowStreamed(int64_t k, int64_t largest) {
   if (k < 4096 || k > largest) return {};
-  return {Variant::kStreamed, Variant::kStreamedSplit2};
+  return {Variant::kStreamed, Variant::kStreamedSplit2,
+          Variant::kStreamed8Warps};
 }
 
 int Main(int argc, char** argv) {
@@ -419,7 +431,8 @@ int Main(int argc, char** argv) {
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
           "block-row|block-row-2x|block-row-c2x|block-row-c4x|"
-          "block-row-c8x|block-row-td|block-row-st|block-row-st-c2x]\n",
+          "block-row-c8x|block-row-td|block-row-st|block-row-st-c2x|"
+          "block-row-st-8w]\n",
           argv[0]);
       return 2;
     }

@@ -279,12 +279,13 @@ fi
 # Session 11 (helper R), issue 11 at large K: block-row's streamed chunks
 # ("block-row-st": a block reads its chunk of at most 64 KiB twice, the
 # second pass from L2, 16 warps, two blocks an SM; "-st-c2x": twice the
-# blocks a row) from K = 4,096 to 2^17 at 1, 4 and 32 draws, 64 rows of
+# blocks a row; "-st-8w": twice the blocks a row of 8 warps, four an SM)
+# from K = 4,096 to 2^17 at 1, 4 and 32 draws, 64 rows of
 # 4,096, 16,384 and 2^17, and logits at 2^17, against block-row as
 # planned in the same part (its thread draws now load a group's 4 vectors
-# side by side); about 110 timings.
+# side by side); about 150 timings.
 if want catstream; then
-  for label in block-row block-row-st block-row-st-c2x; do
+  for label in block-row block-row-st block-row-st-c2x block-row-st-8w; do
     timeout 110 ./categorical_bench --issue --quick --kernel $label \
       --csv "$work/catstream_$label.csv" >> "$work/catstream.log" 2>&1
     summary "categorical $label: rc=$? $(grep -E "^$label " \

@@ -15,7 +15,9 @@
 // the second pass (and the draws' groups) should hit the 50 MB L2, and
 // every weight leave DRAM once. Shared memory holds only the group totals
 // (8 KiB at 16,384 floats), so occupancy is set by registers: 2 blocks of
-// 16 warps, 32 warps an SM against block-row's 16.
+// 16 warps, 32 warps an SM against block-row's 16 (or, the benchmark's
+// "-st-8w", 4 blocks of 8 warps with chunks of half the size: the same
+// bytes in L2, four rows' phases interleaved).
 //
 // Per row (chunk), after block-row (categorical_block_row.cu):
 //   1. logits: the maximum (a block reduction, a cluster's across its
@@ -69,7 +71,6 @@ namespace {
 namespace cat = ::sampler::kernels::categorical;
 using U = uint64_t;
 
-constexpr int kThreads = kBlockStreamWarps * kWarpSize;
 // 16-byte loads a thread keeps in flight in the first pass (from DRAM) and
 // the second (from L2).
 constexpr int kFirstPassBatch = 8;
@@ -132,10 +133,11 @@ __device__ __forceinline__ Vec<T> LoadVec(const RowRef<T>& r, int64_t c,
 
 // The block's work on one row (its chunk): the scale, the group totals and
 // their prefixes, the draws whose X falls in this chunk.
-template <int kCtas, typename T>
+template <int kCtas, int kWarps, typename T>
 __device__ __forceinline__ void SampleStreamedRow(
     const RowRef<T>& r, int rank, U* groups, double* scratch_double,
     U* scratch_u64, ChunkSlots* slots, int32_t* out_base) {
+  constexpr int kThreads = kWarps * kWarpSize;
   const int t = static_cast<int>(threadIdx.x);
   const int lane = t % kWarpSize;
   const int warp = t / kWarpSize;
@@ -151,7 +153,7 @@ __device__ __forceinline__ void SampleStreamedRow(
       const double x = static_cast<double>(__ldg(r.values + j));
       mx = x > mx ? x : mx;
     }
-    mx = BlockReduce(mx, WarpMax<double>(), scratch_double, kBlockStreamWarps);
+    mx = BlockReduce(mx, WarpMax<double>(), scratch_double, kWarps);
     row_max = static_cast<T>(ClusterCombine<kCtas>(mx, &ChunkSlots::row_max,
                                                    slots, WarpMax<double>()));
   }
@@ -168,7 +170,7 @@ __device__ __forceinline__ void SampleStreamedRow(
 #pragma unroll
     for (int b = 0; b < kFirstPassBatch; ++b) sum = sum + WideSum<T>(x[b]);
   }
-  sum = BlockReduce(sum, WarpPlus<double>(), scratch_double, kBlockStreamWarps);
+  sum = BlockReduce(sum, WarpPlus<double>(), scratch_double, kWarps);
   const double s_alt =
       ClusterCombine<kCtas>(sum, &ChunkSlots::sum, slots, WarpPlus<double>());
   const int scale =
@@ -213,9 +215,10 @@ __device__ __forceinline__ void SampleStreamedRow(
 }
 
 // kCtas blocks a row (a cluster, launched with that cluster size, for
-// kCtas > 1), each streaming its chunk.
-template <typename T, int kCtas>
-__global__ void __launch_bounds__(kThreads, 2)
+// kCtas > 1) of kWarps warps, each streaming its chunk; as many blocks an
+// SM as make 32 warps (64 registers a thread fill the register file).
+template <typename T, int kCtas, int kWarps>
+__global__ void __launch_bounds__(kWarps* kWarpSize, 32 / kWarps)
     BlockStreamKernel(const BlockStreamParams<T> p) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
   extern __shared__ __align__(16) unsigned char smem[];
@@ -235,9 +238,9 @@ __global__ void __launch_bounds__(kThreads, 2)
        task += clusters, ++i) {
     // Slot sets by the row's parity (ChunkSlots): each row passes at least
     // one cluster barrier, so a set is free again two rows on.
-    SampleStreamedRow<kCtas>(RowOf<kCtas>(p, task, rank), rank, groups,
-                             scratch_double, scratch_u64, &slot_sets[i & 1],
-                             p.out);
+    SampleStreamedRow<kCtas, kWarps>(RowOf<kCtas>(p, task, rank), rank, groups,
+                                     scratch_double, scratch_u64,
+                                     &slot_sets[i & 1], p.out);
     __syncthreads();  // the group totals free again
   }
   if constexpr (kCtas > 1) {
@@ -254,9 +257,15 @@ absl::Status LaunchWith(const CategoricalPlan& plan,
                         cudaStream_t stream) {
   const size_t smem =
       static_cast<size_t>(plan.block_row_slots / kGroup<T>) * sizeof(U);
-  return LaunchResidentRows<kCtas>(BlockStreamKernel<T, kCtas>, params,
-                                   kThreads, smem, plan.tasks, "block-stream",
-                                   stream);
+  if (plan.block_row_warps == kBlockStreamFewerWarps) {
+    return LaunchResidentRows<kCtas>(
+        BlockStreamKernel<T, kCtas, kBlockStreamFewerWarps>, params,
+        kBlockStreamFewerWarps * kWarpSize, smem, plan.tasks, "block-stream",
+        stream);
+  }
+  return LaunchResidentRows<kCtas>(
+      BlockStreamKernel<T, kCtas, kBlockStreamWarps>, params,
+      kBlockStreamWarps * kWarpSize, smem, plan.tasks, "block-stream", stream);
 }
 
 }  // namespace
@@ -277,7 +286,9 @@ absl::Status LaunchCategoricalBlockStream(const CategoricalPlan& plan,
                                           const CategoricalSegment* segments,
                                           const T* values, int32_t* out,
                                           cudaStream_t stream) {
-  if (plan.block_row_slots < kGroup<T>) {
+  if (plan.block_row_slots < kGroup<T> ||
+      (plan.block_row_warps != kBlockStreamWarps &&
+       plan.block_row_warps != kBlockStreamFewerWarps)) {
     return absl::InvalidArgumentError(
         "LaunchCategorical: bad block-stream plan");
   }

@@ -17,8 +17,12 @@
 
 namespace sampler::kernels::cuda {
 
-// Warps a block: 16 (512 threads, two blocks an SM at 64 registers).
+// Warps a block: 16 (512 threads, two blocks an SM at 64 registers), or
+// (CategoricalPlan::block_row_warps, the benchmark's "-st-8w") 8, four
+// blocks an SM: as many warps, but four rows' phases (DRAM pass, L2 pass,
+// scan, draws) interleaved instead of two.
 inline constexpr int kBlockStreamWarps = 16;
+inline constexpr int kBlockStreamFewerWarps = 8;
 // The most bytes of a row a block streams: the fewest of 1, 2, 4, 8, 16
 // blocks a row whose chunks hold at most this (16,384 floats, 8,192
 // doubles). Why 64 KiB: a chunk's first pass must still be in L2 when its
@@ -31,7 +35,8 @@ inline constexpr int64_t kBlockStreamChunkBytes = int64_t{64} << 10;
 int BlockStreamCtas(int64_t categories, size_t value_bytes);
 
 // Queues the kernel for plan.tasks rows on `stream`: plan.block_row_ctas
-// blocks a row, kBlockStreamWarps warps a block, plan.block_row_slots
+// blocks a row, plan.block_row_warps (kBlockStreamWarps or
+// kBlockStreamFewerWarps) warps a block, plan.block_row_slots
 // values a chunk's groups span (BlockRowSlots).
 template <typename T>
 absl::Status LaunchCategoricalBlockStream(const CategoricalPlan& plan,

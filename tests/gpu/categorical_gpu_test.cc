@@ -182,7 +182,8 @@ struct Batch {
 // Changes to a plan that keep the bits (the benchmark's variants).
 struct PlanTweaks {
   bool warp_tiles_evict_first = false;
-  // > 0: the warps of a block-row block (the benchmark's "-2x").
+  // > 0: the warps of a block-row block (the benchmark's "-2x"; 8 for
+  // streamed chunks: "-st-8w").
   int block_row_warps = 0;
   // > 0: block-row's blocks a row (ReplanBlockRowCtas, "-c2x" to "-c8x").
   int block_row_ctas = 0;
@@ -220,9 +221,6 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
   if (tweaks.block_row_thread_draws) {
     builder.mutable_plan().block_row_warp_draws = false;
   }
-  if (tweaks.block_row_warps > 0) {
-    builder.mutable_plan().block_row_warps = tweaks.block_row_warps;
-  }
   int64_t largest_k = 0;
   for (const Request& r : batch.requests) {
     largest_k = std::max(largest_k, r.segment.categories);
@@ -238,6 +236,9 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
         largest_k, tweaks.block_row_streamed_split, &builder.mutable_plan());
     EXPECT_TRUE(replanned.ok()) << replanned;
     if (!replanned.ok()) return {};
+  }
+  if (tweaks.block_row_warps > 0) {  // after the replans, which set them
+    builder.mutable_plan().block_row_warps = tweaks.block_row_warps;
   }
 
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
@@ -1005,6 +1006,10 @@ TYPED_TEST(CategoricalGpuTest, BlockRowStreamedMatchesCpu) {
           PlanTweaks streamed;
           streamed.block_row_streamed_split = split;
           tweaks.push_back({streamed, absl::StrCat("streamed, split ", split)});
+          if (split == 2) {  // "-st-8w"
+            streamed.block_row_warps = 8;
+            tweaks.push_back({streamed, "streamed, split 2, 8 warps"});
+          }
         }
         return tweaks;
       });
@@ -1016,9 +1021,10 @@ TYPED_TEST(CategoricalGpuTest, BlockRowStreamedMatchesCpu) {
              i == 1 ? WeightKind::kLogits : WeightKind::kWeights, rng.Bits(), i,
              CategoricalKernel::kBlockRow);
   }
-  for (const int split : {1, 4}) {
+  for (const int split : {1, 2, 4}) {
     PlanTweaks streamed;
     streamed.block_row_streamed_split = split;
+    streamed.block_row_warps = split == 2 ? 8 : 0;  // "-st-8w"
     ExpectMatches(many, RunOnGpu(many, CategoricalKernel::kBlockRow, streamed),
                   absl::StrCat("block row streamed, many rows, split ", split));
   }
@@ -1027,7 +1033,8 @@ TYPED_TEST(CategoricalGpuTest, BlockRowStreamedMatchesCpu) {
 // Streamed chunks in one launch of many requests with their own K (the
 // groups sized by the largest, which takes 8 blocks a row), D, kind, seed
 // and first row (the small rows leave most of a cluster's blocks empty
-// chunks), at 1 and (float) 2 times the planner's blocks a row; and the
+// chunks), at 1 and (float) 2 times the planner's blocks a row (the latter
+// in blocks of 8 warps); and the
 // near-power-of-two scales (the contract's S_d from global memory, by one
 // block and by a cluster's block 0). Small enough for the sanitizers.
 TYPED_TEST(CategoricalGpuTest, BlockRowStreamedMixedBatch) {
@@ -1042,6 +1049,7 @@ TYPED_TEST(CategoricalGpuTest, BlockRowStreamedMixedBatch) {
   for (int split = 1; split <= most_split; ++split) {
     PlanTweaks streamed;
     streamed.block_row_streamed_split = split;
+    streamed.block_row_warps = split == 2 ? 8 : 0;  // "-st-8w"
     ExpectScaleNearAPowerOfTwoMatches<T>(rng, CategoricalKernel::kBlockRow,
                                          streamed);
     ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kBlockRow, 24, 20000,

@@ -204,8 +204,9 @@ struct CategoricalPlan {
   bool block_row_warp_draws = true;
   // kBlockRow: each block streams its chunk from global memory twice (the
   // second pass from L2) instead of holding it in shared memory
-  // (categorical_block_stream.cu, 16 warps a block, block_row_ctas and
-  // block_row_slots as for a held chunk; block_row_warps unused). Same
+  // (categorical_block_stream.cu, block_row_ctas and block_row_slots as
+  // for a held chunk, block_row_warps 16 or, for the benchmark's "-st-8w",
+  // 8). Same
   // bits. Off in the planner's plans for now; the benchmark's
   // "block-row-st" variants (ReplanBlockRowStreamed) measure it.
   bool block_row_streamed = false;
