@@ -283,7 +283,7 @@ fi
 # from K = 4,096 to 2^17 at 1, 4 and 32 draws, 64 rows of
 # 4,096, 16,384 and 2^17, and logits at 2^17, against block-row as
 # planned in the same part (its thread draws now load a group's 4 vectors
-# side by side); about 150 timings.
+# side by side); about 150 timings, then Nsight Compute on two launches.
 if want catstream; then
   for label in block-row block-row-st block-row-st-c2x block-row-st-8w; do
     timeout 110 ./categorical_bench --issue --quick --kernel $label \
@@ -291,6 +291,22 @@ if want catstream; then
     summary "categorical $label: rc=$? $(grep -E "^$label " \
       "$work/catstream.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
   done
+  # Whether the second pass hits L2 (the lever's premise): Nsight Compute
+  # on one launch of "-st" at K = 16,384 and 2^17, one draw, where ncu is
+  # installed.
+  if command -v ncu > /dev/null; then
+    for k in 16384 131072; do
+      timeout 100 ncu --clock-control none --section SpeedOfLight \
+        --section Occupancy --section WarpStateStats \
+        --section MemoryWorkloadAnalysis --section LaunchStats \
+        -k regex:BlockStreamKernel -c 1 ./categorical_bench --issue --quick \
+        --k $k --draws 1 --kernel block-row-st \
+        > "$work/catstream_ncu_$k.log" 2>&1
+      summary "catstream ncu K=$k: rc=$? $(grep -E \
+        'DRAM Throughput|L2 Hit Rate|Achieved Occupancy|Registers Per|Duration|Memory Throughput' \
+        "$work/catstream_ncu_$k.log" | sed -E 's/ +/ /g' | head -12 | tr '\n' ';')"
+    done
+  fi
 fi
 
 # enumerate_ncu LABEL ONLY KERNEL_REGEX LINES PATTERN: Nsight Compute on the
