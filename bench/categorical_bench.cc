@@ -124,6 +124,15 @@ enum class Variant {
   // CategoricalPlan::block_row_warp_draws off ("-td", what ran before
   // session 10).
   kThreadDraws,
+  // kBlockRow with streamed chunks (CategoricalPlan::block_row_streamed,
+  // ReplanBlockRowStreamed: each block reads its chunk of at most 64 KiB
+  // twice, the second pass from L2, instead of holding it in shared
+  // memory), at the streaming planner's blocks a row ("-st") and twice
+  // them ("-st-c2x"), and twice them in blocks of 8 warps instead of 16
+  // ("-st-8w": four blocks an SM): session 11, issue 11's K from 16,384 on.
+  kStreamed,
+  kStreamedSplit2,
+  kStreamed8Warps,
 };
 
 // The label suffix of a variant.
@@ -142,6 +151,12 @@ const char* VariantSuffix(CategoricalKernel kernel, Variant variant) {
       return "-c8x";
     case Variant::kThreadDraws:
       return "-td";
+    case Variant::kStreamed:
+      return "-st";
+    case Variant::kStreamedSplit2:
+      return "-st-c2x";
+    case Variant::kStreamed8Warps:
+      return "-st-8w";
   }
   return "";
 }
@@ -154,9 +169,20 @@ int SplitFactor(Variant variant) {
                                        : 1;
 }
 
+// The factor of a streamed variant's blocks a row (0 for the others).
+int StreamedSplit(Variant variant) {
+  if (variant == Variant::kStreamed) return 1;
+  return variant == Variant::kStreamedSplit2 ||
+                 variant == Variant::kStreamed8Warps
+             ? 2
+             : 0;
+}
+
 // The most warps a block-row block takes (kernels/categorical_block_row.h,
-// private to the library).
+// private to the library), and the fewer warps of a streamed block's
+// "-st-8w" (kernels/categorical_block_stream.h).
 constexpr int kBlockRowLargestWarps = 32;
+constexpr int kBlockStreamFewerWarps = 8;
 
 class Bench {
  public:
@@ -249,6 +275,13 @@ class Bench {
       if (SplitFactor(variant) > 1) {
         SAMPLER_RETURN_IF_ERROR(ReplanBlockRowCtas(
             k, SplitFactor(variant) * plan.block_row_ctas, &plan));
+      }
+      if (StreamedSplit(variant) > 0) {
+        SAMPLER_RETURN_IF_ERROR(
+            ReplanBlockRowStreamed(k, StreamedSplit(variant), &plan));
+      }
+      if (variant == Variant::kStreamed8Warps) {
+        plan.block_row_warps = kBlockStreamFewerWarps;
       }
     } else {
       plan.register_cap = alternate;
@@ -361,6 +394,16 @@ std::vector<Variant> BlockRowSplits(int64_t k) {
   return {};
 }
 
+// The block-row streamed variants measured at K (float32, up to the
+// block-row kernel's `largest` K): from K = 4,096 (where block-row's held
+// rows met 70% at one draw, for comparison) on; twice the blocks a row
+// (also in blocks of 8 warps) while they stay at most 16 (2^17 takes 8).
+std::vector<Variant> BlockRowStreamed(int64_t k, int64_t largest) {
+  if (k < 4096 || k > largest) return {};
+  return {Variant::kStreamed, Variant::kStreamedSplit2,
+          Variant::kStreamed8Warps};
+}
+
 int Main(int argc, char** argv) {
   bool quick = false;
   bool issue = false;  // --issue: issue 11's table only
@@ -388,7 +431,8 @@ int Main(int argc, char** argv) {
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
           "block-row|block-row-2x|block-row-c2x|block-row-c4x|"
-          "block-row-c8x|block-row-td]\n",
+          "block-row-c8x|block-row-td|block-row-st|block-row-st-c2x|"
+          "block-row-st-8w]\n",
           argv[0]);
       return 2;
     }
@@ -434,7 +478,7 @@ int Main(int argc, char** argv) {
     if (only_kernel.empty() && block_row_variant) return;
     absl::StatusOr<Result> r =
         bench.Time<T>(kernel, variant, kind, k, draws, *copy, only_rows);
-    if (!r.ok() && SplitFactor(variant) > 1) {
+    if (!r.ok() && (SplitFactor(variant) > 1 || StreamedSplit(variant) > 1)) {
       // A split the device cannot hold (a cluster of 16 that no GPC
       // schedules, say): say so and go on.
       std::printf("%s K=%lld D=%d skipped: %s\n", label.c_str(),
@@ -501,6 +545,10 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws, Variant::kThreadDraws);
         }
+        for (Variant streamed : BlockRowStreamed(k, block_row_largest_k)) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, streamed);
+        }
       }
     }
     // Few rows: where one warp per row leaves most SMs idle (whether the
@@ -518,6 +566,10 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
               draws, split, kFewRows);
         }
+        for (Variant streamed : BlockRowStreamed(k, block_row_largest_k)) {
+          run(float{}, CategoricalKernel::kBlockRow, WeightKind::kWeights, k,
+              draws, streamed, kFewRows);
+        }
       }
     }
     bench.Fill<float>(WeightKind::kLogits);
@@ -530,6 +582,11 @@ int Main(int argc, char** argv) {
     for (Variant split : BlockRowSplits(int64_t{1} << 17)) {
       run(float{}, CategoricalKernel::kBlockRow, WeightKind::kLogits,
           int64_t{1} << 17, 1, split, kFewRows);
+    }
+    for (Variant streamed :
+         BlockRowStreamed(int64_t{1} << 17, block_row_largest_k)) {
+      run(float{}, CategoricalKernel::kBlockRow, WeightKind::kLogits,
+          int64_t{1} << 17, 1, streamed, kFewRows);
     }
   };
   if (issue) {

@@ -43,8 +43,11 @@
 //     A cluster's blocks publish their chunk totals Q_c: the row's Q and
 //     the chunk's first integer P_c.
 //   * Draws, one thread each: X = floor(r Q / 2^64), the group by binary
-//     search over the group ends, the category by a walk of the group's
-//     integers: the unique j with C_j <= X < C_j + q_j, the contract's
+//     search over the group ends, the category among the group's integers
+//     (ValueInGroup: its 4 vectors loaded side by side, 16 independent
+//     quantizations, then a chain of adds and compares; a walk of dependent
+//     loads and conversions before session 11): the unique j with C_j <= X
+//     < C_j + q_j, the contract's
 //     category (every sum is exact; zero weights, pads included, own no X).
 //     In a cluster every block draws every X and serves those in
 //     [P_c, P_c + Q_c).
@@ -113,6 +116,16 @@
 //     (8,192), 50.2 -> 54.8 (16,384); at four draws, four warp searches one
 //     after another lost to four threads' side by side (61.3 -> 52.4 at
 //     1,024), so it is on for rows of one draw only.
+//
+// Session 11 (predictions; the H100 numbers go to the session's results):
+//   * A thread's draw finds its value within the group by ValueInGroup: the
+//     group's four 16-byte shared loads issued together and 16 independent
+//     quantizations instead of up to 16 dependent load-convert-add steps
+//     (~600 of a draw's ~1,500 cycles). Predicted: +2-4 points at 4 and 32
+//     draws for K = 1,000 to 16,384 (58-69% / 56-66% in session 10).
+//   * Streamed chunks (CategoricalPlan::block_row_streamed,
+//     categorical_block_stream.cu) for K from 16,384 on, where the two
+//     64 KiB buffers leave one block an SM: see that file.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -124,7 +137,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "categorical_block.cuh"
+#include "categorical_block_chunk.cuh"
 #include "categorical_block_row.h"
+#include "categorical_block_stream.h"
 #include "categorical_segments.cuh"
 #include "categorical_warp_row.cuh"
 #include "sampler/kernels/categorical.h"
@@ -143,19 +158,9 @@ namespace cat = ::sampler::kernels::categorical;
 using U = uint64_t;
 
 constexpr int kMaxThreads = kBlockRowMaxWarps * kWarpSize;
-constexpr int kVecBytes = 16;
-// 16-byte vectors per group: one uint64 total each in shared memory.
-constexpr int kGroupVecs = 4;
 // Values before the first 16-byte boundary of a row and after the last: at
 // most kVecBytes / sizeof(T) - 1 each.
 constexpr int kEdgeLanes = 8;
-
-template <typename T>
-using Vec = std::conditional_t<std::is_same_v<T, float>, float4, double2>;
-template <typename T>
-constexpr int kPerVec = kVecBytes / static_cast<int>(sizeof(T));
-template <typename T>
-constexpr int kGroup = kGroupVecs* kPerVec<T>;
 
 template <typename T>
 struct BlockRowParams : SegmentedParams<T> {
@@ -225,49 +230,6 @@ __device__ __forceinline__ void BarrierWait(U* bar, unsigned parity) {
 
 // ------------------------------------------------------------ a row --
 
-// Where a task's row (this block's chunk of it) is and how the chunk lies
-// in a buffer.
-template <typename T>
-struct RowRef {
-  const CategoricalSegment* seg;
-  const T* row_values;  // the row's K values in global memory
-  const T* values;      // this block's chunk of them
-  int64_t row;          // within its segment
-  int64_t row_k;        // K
-  int64_t first;        // the chunk's first value within the row
-  int64_t k;            // values in the chunk (0 past a short row's end)
-  int misalign;         // m: values from the last 16-byte boundary to value 0
-  int head;             // values before the first 16-byte boundary (<= K)
-  int64_t vecs;         // 16-byte vectors of the aligned middle
-  int64_t groups;       // groups the buffer's slots [0, m + K) span
-};
-
-// The chunk of block `rank` of a cluster of kCtas (BlockRowChunk: the
-// whole row for one block).
-template <int kCtas, typename T>
-__device__ __forceinline__ RowRef<T> RowOf(const BlockRowParams<T>& p,
-                                           int64_t task, int rank) {
-  RowRef<T> r;
-  r.seg = &FindSegment(p.segments, p.num_segments, task);
-  r.row = task - r.seg->task_begin;
-  r.row_k = r.seg->categories;
-  r.row_values = p.values + r.seg->values_offset + r.row * r.row_k;
-  const int64_t chunk =
-      kCtas == 1 ? r.row_k
-                 : ((r.row_k + kCtas - 1) / kCtas + kBlockRowChunkAlign - 1) /
-                       kBlockRowChunkAlign * kBlockRowChunkAlign;
-  r.first = rank * chunk < r.row_k ? rank * chunk : r.row_k;
-  r.k = r.row_k - r.first < chunk ? r.row_k - r.first : chunk;
-  r.values = r.row_values + r.first;
-  r.misalign = static_cast<int>(
-      (reinterpret_cast<uintptr_t>(r.values) / sizeof(T)) % kPerVec<T>);
-  const int64_t head = (kPerVec<T> - r.misalign) % kPerVec<T>;
-  r.head = static_cast<int>(head < r.k ? head : r.k);
-  r.vecs = (r.k - r.head) / kPerVec<T>;
-  r.groups = r.k > 0 ? (r.misalign + r.k + kGroup<T> - 1) / kGroup<T> : 0;
-  return r;
-}
-
 // The values of a row outside its aligned middle, read into registers by
 // threads 0 .. kEdgeLanes - 1 when the copy is queued and stored into the
 // buffer when the row's turn comes.
@@ -302,38 +264,6 @@ __device__ __forceinline__ Edge<T> QueueRow(const BlockRowParams<T>& p,
     e.value = __ldg(r.values + j);
   }
   return e;
-}
-
-// What each block of a cluster publishes about its chunk of a row, in one
-// of two sets by the row's parity: a set is written again two rows later,
-// after every block has passed the next row's cluster barriers, so after
-// every block has read it.
-struct ChunkSlots {
-  double row_max;  // the chunk's largest logit, widened
-  double sum;      // the chunk's double sum of weights
-  U total;         // the chunk's integer total Q_c
-  int scale;       // block 0, where the binade is not settled
-};
-
-// The row's value of `mine` (one per block of the cluster, published in
-// slot field `field` of `slots`), combined by `op` in rank order, in every
-// thread: the block's own value for one block. A cluster barrier first.
-template <int kCtas, typename V, typename Op>
-__device__ __forceinline__ V ClusterCombine(V mine, V ChunkSlots::*field,
-                                            ChunkSlots* slots, Op op) {
-  if constexpr (kCtas == 1) {
-    return mine;
-  } else {
-    namespace cg = ::cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    if (threadIdx.x == 0) slots->*field = mine;
-    cluster.sync();
-    V r = cluster.map_shared_rank(slots, 0)->*field;
-    for (int rank = 1; rank < kCtas; ++rank) {
-      r = op(r, cluster.map_shared_rank(slots, rank)->*field);
-    }
-    return r;
-  }
 }
 
 // The draws of a row of one block (at most kBlockRowWarpDrawsUpTo, 32 at
@@ -458,13 +388,7 @@ __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
   // warp, far more than its instructions, so latency-bound).
 #pragma unroll 4
   for (int c = t; c < vecs; c += threads) {
-    const Vec<T> x = v[c];
-    if constexpr (std::is_same_v<T, float>) {
-      sum = sum + ((static_cast<double>(x.x) + static_cast<double>(x.y)) +
-                   (static_cast<double>(x.z) + static_cast<double>(x.w)));
-    } else {
-      sum = sum + (x.x + x.y);
-    }
+    sum = sum + WideSum<T>(v[c]);
   }
   sum = BlockReduce(sum, WarpPlus<double>(), scratch_double, warps);
   const double s_alt =
@@ -487,16 +411,7 @@ __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
     scale = slots->scale;
   } else {
     // From the whole row in global memory, by block 0.
-    namespace cg = ::cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    if (rank == 0 && warp == 0) {
-      T unused_remnant_weight;
-      const double s_d = WarpRowScaleSum(r.row_values, r.row_k, lane, logits,
-                                         row_max, &unused_remnant_weight);
-      if (lane == 0) slots->scale = cat::RowScale(s_d);
-    }
-    cluster.sync();
-    scale = cluster.map_shared_rank(slots, 0)->scale;
+    scale = ContractScaleFromGlobal<kCtas>(r, rank, logits, row_max, slots);
   }
   const cat::ScaleFactors<T> factors = cat::ScaleFactorsFor<T>(scale);
   const auto quantize = [factors](T w) {
@@ -510,76 +425,27 @@ __device__ __forceinline__ void SampleRow(const RowRef<T>& r, int rank, T* buf,
   for (int c0 = warp * kWarpSize; c0 < vecs; c0 += threads) {
     const int c = c0 + lane;
     U s = 0;
-    if (c < vecs) {
-      const Vec<T> x = v[c];
-      if constexpr (std::is_same_v<T, float>) {
-        s = (quantize(x.x) + quantize(x.y)) + (quantize(x.z) + quantize(x.w));
-      } else {
-        s = quantize(x.x) + quantize(x.y);
-      }
-    }
+    if (c < vecs) s = QuantizedSum<T>(v[c], quantize);
     s = WarpButterfly<ButterflyOrder::kLowToHigh, kGroupVecs>(s, WarpPlus<U>());
     if (c < vecs && c % kGroupVecs == 0) groups[c / kGroupVecs] = s;
   }
-  __syncthreads();
-  const U chunk_total =
-      BlockInclusiveScan(groups, r.groups, scratch_u64, threads);
-  U before = 0;
-  U total = chunk_total;
-  if constexpr (kCtas > 1) {
-    namespace cg = ::cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    if (t == 0) slots->total = chunk_total;
-    cluster.sync();
-    total = 0;
-    for (int q = 0; q < kCtas; ++q) {
-      const U chunk = cluster.map_shared_rank(slots, q)->total;
-      if (q < rank) before += chunk;
-      total += chunk;
-    }
-  }
+  const ChunkTotals totals = ScanChunkGroups<kCtas>(
+      groups, r.groups, scratch_u64, threads, rank, slots);
 
-  // 4. Draws, one a thread (each block of a cluster draws every X and
-  // serves those in its chunk).
-  const uint64_t item = seg.first_row + static_cast<uint64_t>(r.row);
-  int32_t* out = out_base + seg.out_offset + r.row * seg.draws;
+  // 4. Draws: by warp 0 together for a row of one draw (one block a row),
+  // else one a thread.
   if (kCtas == 1 && warp_draws && seg.draws <= kBlockRowWarpDrawsUpTo) {
     // Every lane of warp 0 (the block's barriers are outside SampleRow).
     if (warp == 0) {
-      WarpDraws(seg, item, total, groups, static_cast<int>(r.groups), buf,
+      const uint64_t item = seg.first_row + static_cast<uint64_t>(r.row);
+      int32_t* out = out_base + seg.out_offset + r.row * seg.draws;
+      WarpDraws(seg, item, totals.row, groups, static_cast<int>(r.groups), buf,
                 quantize, lane, r.first - m, ahead, ahead_lane, out);
     }
     return;
   }
-  for (int32_t d = t; d < seg.draws; d += threads) {
-    const U x_row = cat::MulHi64(
-        cat::DrawBits(cat::DrawBlock(seg.seed, item, d), d), total);
-    if (kCtas > 1 && (x_row < before || x_row - before >= chunk_total)) {
-      continue;
-    }
-    const U x = x_row - before;
-    int lo = 0;  // the first group whose prefix exceeds x
-    int hi = static_cast<int>(r.groups) - 1;
-    while (lo < hi) {
-      const int mid = (lo + hi) / 2;
-      if (x < groups[mid]) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    U acc = lo > 0 ? groups[lo - 1] : 0;
-    const int first = kGroup<T> * lo;
-    int chosen = first;
-    for (int l = 0; l < kGroup<T>; ++l) {
-      acc += quantize(buf[first + l]);
-      if (x < acc) {
-        chosen = first + l;
-        break;
-      }
-    }
-    out[d] = static_cast<int32_t>(r.first + chosen - m);
-  }
+  ThreadDraws<kCtas>(
+      r, groups, totals, [v](int c) { return v[c]; }, quantize, out_base);
 }
 
 // kCtas blocks a row (a cluster, launched with that cluster size, for
@@ -711,6 +577,26 @@ absl::Status ReplanBlockRowCtas(int64_t categories, int ctas,
   return absl::OkStatus();
 }
 
+absl::Status ReplanBlockRowStreamed(int64_t categories, int split,
+                                    CategoricalPlan* plan) {
+  const size_t value_bytes = plan->precision == Precision::kFloat64 ? 8 : 4;
+  const int ctas =
+      categories >= 1 ? split * BlockStreamCtas(categories, value_bytes) : 0;
+  if (plan->kernel != CategoricalKernel::kBlockRow || categories < 1 ||
+      (split != 1 && split != 2 && split != 4) ||
+      ctas > kBlockRowMaxSplitCtas) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReplanBlockRowStreamed: no streamed plan of ", split,
+                     " times the blocks a row for K = ", categories));
+  }
+  plan->block_row_streamed = true;
+  plan->block_row_ctas = ctas;
+  plan->block_row_warps = kBlockStreamWarps;
+  plan->block_row_slots =
+      BlockRowSlots(BlockRowChunk(categories, ctas), value_bytes);
+  return absl::OkStatus();
+}
+
 int64_t BlockRowChunk(int64_t categories, int ctas) {
   if (ctas == 1) return categories;
   const int64_t per = (categories + ctas - 1) / ctas;
@@ -759,62 +645,10 @@ namespace {
 template <typename T, int kCtas>
 absl::Status LaunchWith(const CategoricalPlan& plan,
                         const BlockRowParams<T>& params, cudaStream_t stream) {
-  const int threads = plan.block_row_warps * kWarpSize;
-  const size_t smem = BlockRowSmemBytes(plan.block_row_slots, sizeof(T));
-  const auto kernel = BlockRowKernel<T, kCtas>;
-  SAMPLER_RETURN_IF_ERROR(
-      AllowDynamicSharedMemory(reinterpret_cast<const void*>(kernel), smem));
-  // All of the unified L1 as shared memory (the rows bypass L1): at K =
-  // 1,024 the blocks of an SM take 26 x 8.7 KB.
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-      kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-      cudaSharedmemCarveoutMaxShared));
-  if constexpr (kCtas > 8) {  // past the portable cluster size
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  }
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kCtas);
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = kCtas;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  if (kCtas > 1) {
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-  }
-  // As many rows at a time (blocks, or clusters) as stay resident, each
-  // walking its rows.
-  int64_t resident = 0;
-  if (kCtas > 1) {
-    int clusters = 0;
-    SAMPLER_CUDA_RETURN_IF_ERROR(
-        cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-    resident = clusters;
-  } else {
-    int device = 0;
-    int sms = 0;
-    int per_sm = 0;
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-    SAMPLER_CUDA_RETURN_IF_ERROR(
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    SAMPLER_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, kernel, threads, smem));
-    resident = static_cast<int64_t>(per_sm) * sms;
-  }
-  if (resident < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LaunchCategorical: no block-row cluster of ", kCtas, " blocks of ",
-        smem, " bytes of shared memory fits the device"));
-  }
-  const int64_t rows_at_once = plan.tasks < resident ? plan.tasks : resident;
-  config.gridDim = dim3(static_cast<unsigned>(rows_at_once * kCtas));
-  SAMPLER_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&config, kernel, params));
-  return absl::OkStatus();
+  return LaunchResidentRows<kCtas>(
+      BlockRowKernel<T, kCtas>, params, plan.block_row_warps * kWarpSize,
+      BlockRowSmemBytes(plan.block_row_slots, sizeof(T)), plan.tasks,
+      "block-row", stream);
 }
 
 }  // namespace
@@ -824,6 +658,9 @@ absl::Status LaunchCategoricalBlockRow(const CategoricalPlan& plan,
                                        const CategoricalSegment* segments,
                                        const T* values, int32_t* out,
                                        cudaStream_t stream) {
+  if (plan.block_row_streamed) {
+    return LaunchCategoricalBlockStream<T>(plan, segments, values, out, stream);
+  }
   if (plan.block_row_warps < 1 || plan.block_row_warps > kBlockRowMaxWarps ||
       plan.block_row_slots < 1) {
     return absl::InvalidArgumentError("LaunchCategorical: bad block-row plan");

@@ -380,6 +380,54 @@ TEST(CategoricalCudaHostTest, WarpTilesPlansRowsTilesAndItsLargestK) {
       absl::StatusCode::kInvalidArgument);
 }
 
+// ReplanBlockRowStreamed (the benchmark's "block-row-st" variants): split
+// times the fewest blocks a row whose chunks hold at most 64 KiB, at most
+// 16, 16 warps a block, the group totals of the held chunk's layout.
+TEST(CategoricalCudaHostTest, BlockRowStreamedReplans) {
+  // (streamed, blocks a row, warps a block, values a chunk's groups span),
+  // or (false, 0, 0, 0) where the replan is refused.
+  const auto streamed = [](int64_t k, Precision precision, int split) {
+    std::vector<CategoricalSegment> one(1);
+    one[0].rows = 1;
+    one[0].categories = k;
+    absl::StatusOr<CategoricalPlan> p = PrepareCategoricalSegments(
+        absl::MakeSpan(one), precision, static_cast<uint64_t>(k), 1,
+        CategoricalKernel::kBlockRow);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok() || !ReplanBlockRowStreamed(k, split, &*p).ok()) {
+      return std::make_tuple(false, 0, 0, int64_t{0});
+    }
+    return std::make_tuple(p->block_row_streamed, p->block_row_ctas,
+                           p->block_row_warps, p->block_row_slots);
+  };
+  EXPECT_EQ(streamed(1, Precision::kFloat32, 1),
+            std::make_tuple(true, 1, 16, int64_t{16}));
+  EXPECT_EQ(streamed(16384, Precision::kFloat32, 1),
+            std::make_tuple(true, 1, 16, int64_t{16400}));
+  EXPECT_EQ(streamed(16385, Precision::kFloat32, 1),
+            std::make_tuple(true, 2, 16, int64_t{8224}));
+  EXPECT_EQ(streamed(16384, Precision::kFloat32, 4),
+            std::make_tuple(true, 4, 16, int64_t{4112}));
+  EXPECT_EQ(streamed(int64_t{1} << 17, Precision::kFloat32, 1),
+            std::make_tuple(true, 8, 16, int64_t{16400}));
+  EXPECT_EQ(streamed(int64_t{1} << 17, Precision::kFloat32, 2),
+            std::make_tuple(true, 16, 16, int64_t{8208}));
+  EXPECT_EQ(streamed(8192, Precision::kFloat64, 1),
+            std::make_tuple(true, 1, 16, int64_t{8200}));
+  EXPECT_EQ(streamed(8193, Precision::kFloat64, 2),
+            std::make_tuple(true, 4, 16, int64_t{2072}));
+  // Past 16 blocks a row, or a split other than 1, 2 or 4: refused.
+  EXPECT_EQ(streamed(int64_t{1} << 17, Precision::kFloat32, 4),
+            std::make_tuple(false, 0, 0, int64_t{0}));
+  EXPECT_EQ(streamed(1000, Precision::kFloat32, 3),
+            std::make_tuple(false, 0, 0, int64_t{0}));
+  // Only a block-row plan.
+  CategoricalPlan lanes;
+  lanes.kernel = CategoricalKernel::kLaneGroups;
+  EXPECT_EQ(ReplanBlockRowStreamed(1000, 1, &lanes).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CategoricalCudaHostTest, BlockRowPlansWarpsBuffersAndItsLargestK) {
   std::vector<CategoricalSegment> segments(2);
   segments[0] = {0, 0, 1, 5, 3, 4097, 2};  // 8 warps (4097 > 4 x 1024)

@@ -182,13 +182,17 @@ struct Batch {
 // Changes to a plan that keep the bits (the benchmark's variants).
 struct PlanTweaks {
   bool warp_tiles_evict_first = false;
-  // > 0: the warps of a block-row block (the benchmark's "-2x").
+  // > 0: the warps of a block-row block (the benchmark's "-2x"; 8 for
+  // streamed chunks: "-st-8w").
   int block_row_warps = 0;
   // > 0: block-row's blocks a row (ReplanBlockRowCtas, "-c2x" to "-c8x").
   int block_row_ctas = 0;
   // Block-row with a thread a draw at one draw too, its warp-wide draw off
   // ("-td").
   bool block_row_thread_draws = false;
+  // > 0: block-row's streamed chunks at this factor of their planner's
+  // blocks a row (ReplanBlockRowStreamed, "-st", "-st-c2x", "-st-c4x").
+  int block_row_streamed_split = 0;
 };
 
 // Runs `batch` through `kernel` on the GPU (the staging pipeline, with the
@@ -217,18 +221,24 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
   if (tweaks.block_row_thread_draws) {
     builder.mutable_plan().block_row_warp_draws = false;
   }
-  if (tweaks.block_row_warps > 0) {
-    builder.mutable_plan().block_row_warps = tweaks.block_row_warps;
+  int64_t largest_k = 0;
+  for (const Request& r : batch.requests) {
+    largest_k = std::max(largest_k, r.segment.categories);
   }
   if (tweaks.block_row_ctas > 0) {
-    int64_t largest_k = 0;
-    for (const Request& r : batch.requests) {
-      largest_k = std::max(largest_k, r.segment.categories);
-    }
     const absl::Status replanned = ReplanBlockRowCtas(
         largest_k, tweaks.block_row_ctas, &builder.mutable_plan());
     EXPECT_TRUE(replanned.ok()) << replanned;
     if (!replanned.ok()) return {};
+  }
+  if (tweaks.block_row_streamed_split > 0) {
+    const absl::Status replanned = ReplanBlockRowStreamed(
+        largest_k, tweaks.block_row_streamed_split, &builder.mutable_plan());
+    EXPECT_TRUE(replanned.ok()) << replanned;
+    if (!replanned.ok()) return {};
+  }
+  if (tweaks.block_row_warps > 0) {  // after the replans, which set them
+    builder.mutable_plan().block_row_warps = tweaks.block_row_warps;
   }
 
   absl::StatusOr<std::unique_ptr<Stager>> stager = Stager::Create();
@@ -290,7 +300,8 @@ void ExpectMatches(const Batch<T>& batch, const std::vector<int32_t>& got,
 template <typename T>
 void ExpectMixedBatchMatches(InputRng& rng, CategoricalKernel kernel,
                              int requests, int64_t big_from, int64_t big_span,
-                             int64_t max_rows, const std::string& what) {
+                             int64_t max_rows, const std::string& what,
+                             const PlanTweaks& tweaks = {}) {
   Batch<T> batch;
   for (int i = 0; i < requests; ++i) {
     const int64_t k = rng.Below(6) == 0 ? big_from + rng.Below(big_span)
@@ -301,7 +312,7 @@ void ExpectMixedBatchMatches(InputRng& rng, CategoricalKernel kernel,
     batch.Add(rng, 1 + rng.Below(max_rows), k, draws, kind, rng.Bits(),
               rng.Below(1000), kernel);
   }
-  ExpectMatches(batch, RunOnGpu(batch, kernel), what);
+  ExpectMatches(batch, RunOnGpu(batch, kernel, tweaks), what);
 }
 
 template <typename T>
@@ -828,6 +839,25 @@ TYPED_TEST(CategoricalGpuTest, BlockRowManyRowsAndDraws) {
   ExpectScaleNearAPowerOfTwoMatches<T>(rng, CategoricalKernel::kBlockRow);
 }
 
+// For each K of `ks` up to block-row's largest, weights and logits: a
+// BlockRowBatch of 1, 4 and 32 draws a row through block-row with each of
+// the plan tweaks that tweaks_for(K) gives (each with its label).
+template <typename T, typename TweaksFor>
+void ExpectBlockRowTweaksMatch(InputRng& rng, std::initializer_list<int64_t> ks,
+                               TweaksFor tweaks_for) {
+  for (const int64_t k : ks) {
+    if (k > BlockRowLargestK<T>()) continue;  // double's stops below 2^17
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      const Batch<T> batch = BlockRowBatch<T>(rng, k, kind, {1, 4, 32});
+      for (const auto& [tweaks, label] : tweaks_for(k)) {
+        ExpectMatches(
+            batch, RunOnGpu(batch, CategoricalKernel::kBlockRow, tweaks),
+            absl::StrCat("block row, K ", k, " ", KindName(kind), ", ", label));
+      }
+    }
+  }
+}
+
 // Split rows (ReplanBlockRowCtas, the benchmark's "-c2x" to "-c8x"
 // variants): any blocks a row give the same bits, 16 (a non-portable
 // cluster) included. K below 32 and not a multiple of 4 (most of a
@@ -842,26 +872,23 @@ TYPED_TEST(CategoricalGpuTest, BlockRowSplitRowsMatchCpu) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(absl::StrCat("input seed ", seed));
   InputRng rng(seed);
-  const int64_t largest = BlockRowLargestK<T>();
-  for (int64_t k : {int64_t{17}, int64_t{257}, int64_t{1000}, int64_t{4097},
-                    int64_t{65536 / sizeof(T)} + 1, int64_t{20000},
-                    (int64_t{1} << 15) + 1, int64_t{1} << 17}) {
-    if (k > largest) continue;
-    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
-      const Batch<T> batch = BlockRowBatch<T>(rng, k, kind, {1, 4, 32});
-      for (const int ctas : {2, 4, 8, 16}) {
-        // Chunks of at most 64 KiB: two buffers fit a block.
-        if ((k + ctas - 1) / ctas * static_cast<int64_t>(sizeof(T)) > 65536) {
-          continue;
+  ExpectBlockRowTweaksMatch<T>(
+      rng,
+      {int64_t{17}, int64_t{257}, int64_t{1000}, int64_t{4097},
+       int64_t{65536 / sizeof(T)} + 1, int64_t{20000}, (int64_t{1} << 15) + 1,
+       int64_t{1} << 17},
+      [](int64_t k) {
+        std::vector<std::pair<PlanTweaks, std::string>> tweaks;
+        for (const int ctas : {2, 4, 8, 16}) {
+          // Chunks of at most 64 KiB: two buffers fit a block.
+          if ((k + ctas - 1) / ctas * static_cast<int64_t>(sizeof(T)) <=
+              65536) {
+            tweaks.push_back({PlanTweaks{false, 0, /*block_row_ctas=*/ctas},
+                              absl::StrCat(ctas, " blocks a row")});
+          }
         }
-        ExpectMatches(batch,
-                      RunOnGpu(batch, CategoricalKernel::kBlockRow,
-                               PlanTweaks{false, 0, /*block_row_ctas=*/ctas}),
-                      absl::StrCat("block row, K ", k, " ", KindName(kind),
-                                   ", ", ctas, " blocks a row"));
-      }
-    }
-  }
+        return tweaks;
+      });
   ExpectScaleNearAPowerOfTwoMatches<T>(
       rng, CategoricalKernel::kBlockRow,
       PlanTweaks{false, 0, /*block_row_ctas=*/16});
@@ -944,6 +971,94 @@ TYPED_TEST(CategoricalGpuTest, BlockRowMixedBatch) {
                              20, "block row mixed batch");
   ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kBlockRow, 24, 20000,
                              50000, 8, "block row mixed batch, clusters");
+}
+
+// Streamed chunks (CategoricalPlan::block_row_streamed, ReplanBlockRowStreamed;
+// the benchmark's "block-row-st" variants): each block reads its chunk from
+// global memory twice. K below a vector and a group, not a multiple of 4 or
+// 32 (rows at every 16-byte offset), one block a row up to 64 KiB of values
+// (16,384 floats, 8,192 doubles), then 2, 4, 8 and 16 blocks (16,385, 20,000,
+// 2^15 + 1, 2^17), at 1, 2 and 4 times the planner's blocks a row (most
+// blocks of small rows hold empty chunks); D = 1, 4 and 32; weights and
+// logits; every FillRow pattern (zeros of both signs, one dominant weight,
+// subnormal totals, 30 decades); and many rows a block or cluster (both
+// slot sets, rows of several segments).
+TYPED_TEST(CategoricalGpuTest, BlockRowStreamedMatchesCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  const int64_t one_block = 65536 / static_cast<int64_t>(sizeof(T));
+  ExpectBlockRowTweaksMatch<T>(
+      rng,
+      {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{257}, int64_t{1001},
+       int64_t{4097}, one_block - 3, one_block, one_block + 1, int64_t{20000},
+       (int64_t{1} << 15) + 1, int64_t{1} << 17},
+      [one_block](int64_t k) {
+        // At most 16 blocks a row: the planner's are the fewest power of
+        // two whose chunks hold at most one_block values.
+        int ctas = 1;
+        while ((k + ctas - 1) / ctas > one_block) ctas *= 2;
+        std::vector<std::pair<PlanTweaks, std::string>> tweaks;
+        for (const int split : {1, 2, 4}) {
+          if (ctas * split > 16) continue;
+          PlanTweaks streamed;
+          streamed.block_row_streamed_split = split;
+          tweaks.push_back({streamed, absl::StrCat("streamed, split ", split)});
+          if (split == 2) {  // "-st-8w"
+            streamed.block_row_warps = 8;
+            tweaks.push_back({streamed, "streamed, split 2, 8 warps"});
+          }
+        }
+        return tweaks;
+      });
+  // Many rows a block or cluster (3,600 rows against 264 blocks, or 66
+  // clusters of 4): each walks rows of both slot sets and of every segment.
+  Batch<T> many;
+  for (int i = 0; i < 3; ++i) {
+    many.Add(rng, 2000 - 800 * i, 2999 + 1001 * i, i == 0 ? 40 : 1 + 2 * i,
+             i == 1 ? WeightKind::kLogits : WeightKind::kWeights, rng.Bits(), i,
+             CategoricalKernel::kBlockRow);
+  }
+  for (const int split : {1, 2, 4}) {
+    PlanTweaks streamed;
+    streamed.block_row_streamed_split = split;
+    streamed.block_row_warps = split == 2 ? 8 : 0;  // "-st-8w"
+    ExpectMatches(many, RunOnGpu(many, CategoricalKernel::kBlockRow, streamed),
+                  absl::StrCat("block row streamed, many rows, split ", split));
+  }
+}
+
+// Streamed chunks in one launch of many requests with their own K (the
+// groups sized by the largest, which takes 8 blocks a row), D, kind, seed
+// and first row (the small rows leave most of a cluster's blocks empty
+// chunks), at 1 and (float) 2 times the planner's blocks a row (the latter
+// in blocks of 8 warps); and the
+// near-power-of-two scales (the contract's S_d from global memory, by one
+// block and by a cluster's block 0). Small enough for the sanitizers.
+TYPED_TEST(CategoricalGpuTest, BlockRowStreamedMixedBatch) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  // The largest K here (2^17 and under 70,000) takes 8 blocks a row in
+  // float, so twice that stays at 16; in double 70,000 takes 16 already.
+  const int most_split = std::is_same_v<T, float> ? 2 : 1;
+  for (int split = 1; split <= most_split; ++split) {
+    PlanTweaks streamed;
+    streamed.block_row_streamed_split = split;
+    streamed.block_row_warps = split == 2 ? 8 : 0;  // "-st-8w"
+    ExpectScaleNearAPowerOfTwoMatches<T>(rng, CategoricalKernel::kBlockRow,
+                                         streamed);
+    ExpectMixedBatchMatches<T>(rng, CategoricalKernel::kBlockRow, 24, 20000,
+                               50000, 8,
+                               absl::StrCat("block row streamed mixed batch, "
+                                            "split ",
+                                            split),
+                               streamed);
+  }
 }
 
 }  // namespace

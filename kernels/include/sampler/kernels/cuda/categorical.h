@@ -202,6 +202,14 @@ struct CategoricalPlan {
   // rows of several draws keep a thread a draw. Off only for the
   // benchmark's "block-row-td".
   bool block_row_warp_draws = true;
+  // kBlockRow: each block streams its chunk from global memory twice (the
+  // second pass from L2) instead of holding it in shared memory
+  // (categorical_block_stream.cu, block_row_ctas and block_row_slots as
+  // for a held chunk, block_row_warps 16 or, for the benchmark's "-st-8w",
+  // 8). Same
+  // bits. Off in the planner's plans for now; the benchmark's
+  // "block-row-st" variants (ReplanBlockRowStreamed) measure it.
+  bool block_row_streamed = false;
   // kLaneGroups: the segments come ordered by lanes a row (1, 2, 4, 8),
   // and lane_group_ends[i] is one past the last task of those with 2^i
   // lanes a row (one launch each).
@@ -233,6 +241,15 @@ struct CategoricalPlan {
 // shared memory.
 absl::Status ReplanBlockRowCtas(int64_t categories, int ctas,
                                 CategoricalPlan* plan);
+
+// Re-plans a kBlockRow `plan` (as ReplanBlockRowCtas) for the streamed
+// chunks of CategoricalPlan::block_row_streamed: `split` (1, 2 or 4) times
+// the fewest blocks a row whose chunks hold at most 64 KiB of values, at
+// most 16. The bits do not depend on it. For the benchmark's "block-row-st"
+// variants and the tests; InvalidArgument for another `split` or more than
+// 16 blocks.
+absl::Status ReplanBlockRowStreamed(int64_t categories, int split,
+                                    CategoricalPlan* plan);
 
 // Validates every segment's shape (rows >= 1, 1 <= categories <= INT32_MAX,
 // 1 <= draws <= kMaxCategoricalDraws, kind, no item index past 2^64 - 1,
