@@ -118,11 +118,14 @@ constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
 // registers a thread (48 after allocation granularity); the staged
 // instances, which keep more live across the draw batches, get 64 (8
 // blocks): at 48 they spill 88 to 192 bytes.
-constexpr int MinBlocks(bool staged) { return staged ? 8 : 10; }
-// With prefix tables shared memory allows 4 blocks an SM (about 13 KB a
-// warp in float): registers need not bind below that.
-constexpr int MinBlocks(bool staged, bool table) {
-  return table ? 4 : MinBlocks(staged);
+// Groups of 2 lanes (K = 33 to 64) get 80 (6 blocks): ptxas spilled 92
+// bytes (348 bytes of loads) at 48 registers and 80 at 64 (session 11),
+// and session 10 measured them at 34.7% of copy at K = 33 and 44.3% at 64
+// against the lanes kernel's 55.5% and 63.3% (one draw). With prefix
+// tables shared memory allows 4 blocks an SM (about 13 KB a warp in
+// float): registers need not bind below that.
+constexpr int MinBlocks(int group_lanes, bool staged, bool table) {
+  return table ? 4 : group_lanes == 2 ? 6 : staged ? 8 : 10;
 }
 // Weights per chunk: one running total is stored per chunk, and a draw
 // walks at most this many weights; 4 for groups of 8 lanes (4 columns a
@@ -570,7 +573,7 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
 // register needs differ), staged or not (the staging's registers would
 // cost one draw a row as well), with the prefix table or not (G = 1).
 template <typename T, int G, bool kStaged, bool kTable>
-__global__ void __launch_bounds__(kBlockThreads, MinBlocks(kStaged, kTable))
+__global__ void __launch_bounds__(kBlockThreads, MinBlocks(G, kStaged, kTable))
     LaneGroupsKernel(const SegmentedParams<T> p, int64_t task_begin,
                      int64_t task_end, int32_t warp_bytes) {
   extern __shared__ __align__(16) unsigned char smem_bytes[];
