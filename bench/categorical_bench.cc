@@ -3,14 +3,14 @@
 // sweep of K, with the device-to-device copy bandwidth measured in the same
 // run as the ceiling.
 //
-// --issue runs only issue 11's table instead: K = 32, 64, 100, 128, 256,
+// --issue runs only issue 11's table instead: K = 32, 33, 64, 100, 128, 256,
 // 257, 512, 1000, 1024, 2048, 4096, 8192, 16384, 20000, 2^15, 2^17 with
 // D = 1, 4 and 32 draws per row, float32
 // weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
 // 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (the
-// service's up to 256; 16 lanes a row from 257 is session 10's candidate), the
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (also
+// with its prefix tables on and off: "-pt", "-ce"), the
 // warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
 // from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
@@ -133,6 +133,12 @@ enum class Variant {
   kStreamed,
   kStreamedSplit2,
   kStreamed8Warps,
+  // kLaneGroups with every row's prefix table on ("-pt") or off ("-ce":
+  // chunk ends and a walk), whatever the draws
+  // (CategoricalPlan::lane_groups_table; the planner turns it on from 8
+  // draws a row).
+  kPrefixTable,
+  kChunkEnds,
 };
 
 // The label suffix of a variant.
@@ -157,6 +163,10 @@ const char* VariantSuffix(CategoricalKernel kernel, Variant variant) {
       return "-st-c2x";
     case Variant::kStreamed8Warps:
       return "-st-8w";
+    case Variant::kPrefixTable:
+      return "-pt";
+    case Variant::kChunkEnds:
+      return "-ce";
   }
   return "";
 }
@@ -283,6 +293,10 @@ class Bench {
       if (variant == Variant::kStreamed8Warps) {
         plan.block_row_warps = kBlockStreamFewerWarps;
       }
+    } else if (kernel == CategoricalKernel::kLaneGroups &&
+               (variant == Variant::kPrefixTable ||
+                variant == Variant::kChunkEnds)) {
+      plan.lane_groups_table = variant == Variant::kPrefixTable;
     } else {
       plan.register_cap = alternate;
     }
@@ -321,11 +335,12 @@ class Bench {
     r.rows_per_s = rows / (r.median_us * 1e-6);
     r.tb_per_s = bytes / (r.median_us * 1e-6) / 1e12;
     r.fraction_of_copy = r.tb_per_s / copy_tb;
-    r.service =
-        variant == Variant::kNone &&
-        server::CategoricalKernelFor(k, std::is_same_v<T, double>
-                                            ? Precision::kFloat64
-                                            : Precision::kFloat32) == kernel;
+    r.service = variant == Variant::kNone &&
+                server::CategoricalKernelFor(k,
+                                             std::is_same_v<T, double>
+                                                 ? Precision::kFloat64
+                                                 : Precision::kFloat32,
+                                             draws) == kernel;
     return r;
   }
 
@@ -430,6 +445,7 @@ int Main(int argc, char** argv) {
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
+          "lane-groups-pt|lane-groups-ce|"
           "block-row|block-row-2x|block-row-c2x|block-row-c4x|"
           "block-row-c8x|block-row-td|block-row-st|block-row-st-c2x|"
           "block-row-st-8w]\n",
@@ -497,9 +513,9 @@ int Main(int argc, char** argv) {
   // and the warp-tiles kernel (server/cuda_exec_categorical.cc).
   const auto issue_table = [&] {
     // Issue 11's K (2^15 = 32768, 2^17 = 131072) and the block-row range.
-    std::vector<int64_t> issue_ks = {32,    64,    100,   128,   256,  257,
-                                     512,   1000,  1024,  2048,  4096, 8192,
-                                     16384, 20000, 32768, 131072};
+    std::vector<int64_t> issue_ks = {32,   33,    64,    100,   128,   256,
+                                     257,  512,   1000,  1024,  2048,  4096,
+                                     8192, 16384, 20000, 32768, 131072};
     if (only_k != 0 &&
         std::find(issue_ks.begin(), issue_ks.end(), only_k) == issue_ks.end()) {
       issue_ks.push_back(only_k);  // --k: any K
@@ -519,6 +535,12 @@ int Main(int argc, char** argv) {
         if (k <= kLaneGroupsLargestK) {
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws);
+        }
+        if (k <= kLaneGroupsLargestK) {  // prefix tables on and off
+          run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+              draws, Variant::kPrefixTable);
+          run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
+              draws, Variant::kChunkEnds);
         }
         if (k > 32 && k <= kWarpTilesLargestK) {
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,

@@ -6,9 +6,9 @@
 # go to $OUT/results.tgz; a summary to stdout.
 # PARTS (default: all of them) picks some: tests sanitizers integration pool
 # service floor multi wire pb small smallprof plan crossover upload unary
-# categorical catblock catstream enumerate tensor gamma issue13.
+# categorical catblock catstream catsmall enumerate tensor gamma issue13.
 set -uo pipefail
-parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical catblock catstream enumerate tensor gamma issue13}
+parts=${PARTS:-tests sanitizers integration pool service floor multi wire pb small smallprof plan crossover upload unary categorical catblock catstream catsmall enumerate tensor gamma issue13}
 want() { [[ " $parts " == *" $1 "* ]]; }
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=$PWD/lib
@@ -307,6 +307,31 @@ if want catstream; then
         "$work/catstream_ncu_$k.log" | sed -E 's/ +/ /g' | head -12 | tr '\n' ';')"
     done
   fi
+# Session 11 (helper C), issue 11 at K <= 512: the lanes kernel (routed at
+# K = 33 to 64 for up to 4 draws, 65 to 100 for one) beside lane groups as
+# planned and with every row's prefix table forced on ("lane-groups-pt")
+# and off ("-ce": chunk ends; the planner turns tables on from 8 draws a
+# row), K = 32, 33, 64, 100, 128, 256, 257, 512 with 1/4/32 draws (about
+# 90 timings), then Nsight Compute on lane groups at K = 32 and 64 with 32
+# draws (tables on) and at K = 32 with one draw.
+if want catsmall; then
+  for label in lanes lane-groups lane-groups-pt lane-groups-ce; do
+    timeout 100 ./categorical_bench --issue --quick --kernel $label \
+      --csv "$work/catsmall_$label.csv" >> "$work/catsmall.log" 2>&1
+    summary "categorical $label: rc=$? $(grep -E "^$label " \
+      "$work/catsmall.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+  done
+  for kd in 32:32 64:32 32:1; do
+    timeout 120 ncu --clock-control none --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --section SchedulerStats --section InstructionStats \
+      --section LaunchStats --section ComputeWorkloadAnalysis \
+      -k regex:LaneGroups ./categorical_bench --issue --quick \
+      --k ${kd%%:*} --draws ${kd##*:} --kernel lane-groups \
+      > "$work/catsmall_ncu_${kd/:/_}.log" 2>&1
+    summary "catsmall ncu K:D=$kd: rc=$? $(grep -E 'Issue Slots Busy|DRAM Throughput|Executed Instructions  |Registers Per|Achieved Occupancy' \
+      "$work/catsmall_ncu_${kd/:/_}.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
+  done
 fi
 
 # enumerate_ncu LABEL ONLY KERNEL_REGEX LINES PATTERN: Nsight Compute on the

@@ -1070,6 +1070,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
         plan.lane_groups_staged =
             plan.lane_groups_staged || (s.draws >= kLaneGroupsStageFromDraws &&
                                         s.categories <= kLaneGroupsStageUpToK);
+        plan.lane_groups_table =
+            plan.lane_groups_table || s.draws >= kLaneGroupsTableFromDraws;
         break;
     }
     if (need > 0) {

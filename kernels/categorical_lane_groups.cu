@@ -118,7 +118,15 @@ constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
 // registers a thread (48 after allocation granularity); the staged
 // instances, which keep more live across the draw batches, get 64 (8
 // blocks): at 48 they spill 88 to 192 bytes.
-constexpr int MinBlocks(bool staged) { return staged ? 8 : 10; }
+// Groups of 2 lanes (K = 33 to 64) get 80 (6 blocks): ptxas spilled 92
+// bytes (348 bytes of loads) at 48 registers and 80 at 64 (session 11),
+// and session 10 measured them at 34.7% of copy at K = 33 and 44.3% at 64
+// against the lanes kernel's 55.5% and 63.3% (one draw). With prefix
+// tables shared memory allows 4 blocks an SM (about 13 KB a warp in
+// float): registers need not bind below that.
+constexpr int MinBlocks(int group_lanes, bool staged, bool table) {
+  return table ? 4 : group_lanes == 2 ? 6 : staged ? 8 : 10;
+}
 // Weights per chunk: one running total is stored per chunk, and a draw
 // walks at most this many weights; 4 for groups of 8 lanes (4 columns a
 // member), 2 for 16 (2 columns), 8 otherwise.
@@ -169,12 +177,25 @@ __host__ __device__ constexpr size_t RowsBytes(int64_t categories,
          16 * 16;
 }
 
+// The prefix tables of a warp's round (kTable): C_{j+1}, the running total
+// at every weight of each row. One lane a row: entry j of lane r's row at
+// [32 j + r] (a lane's search reads banks 2r and 2r + 1 only); G lanes a
+// row: row after row at an odd stride (K | 1). At most 8,320 bytes (K = 64).
+__host__ __device__ constexpr size_t TableBytes(int64_t categories) {
+  return static_cast<size_t>(LaneGroupLanes(categories) == 1
+                                 ? kWarpSize * categories
+                                 : RoundRows(categories) *
+                                       RowStride(categories)) *
+         sizeof(U);
+}
+
 // Where a row's rows and chunk ends lie in its warp's shared memory.
 template <typename T>
 struct WarpArea {
   T* rows;
   U* chunk_ends;
   int32_t* staged;  // a round's rows x StageStride draws
+  U* table;         // kTable: the round's prefix tables (TableBytes)
 };
 
 // The lanes of this lane's group, for the group's shuffles.
@@ -361,9 +382,74 @@ __device__ __forceinline__ int32_t FindCategory(const T* row, const U* ends,
   return j;
 }
 
+// The prefix table of a row (kTable): table[kStep j] = C_{j+1} for every
+// j < k, member m quantizing its own parts: the remnant's m-th piece of
+// ceil(R / G) weights and, in every block, its 32 / G columns. Each member
+// stores its part's running totals, the group scans the parts' totals
+// (exact integers: the same C as one pass in row order) and each member
+// adds its offset to what it stored. Returns Q.
+template <typename T, int G, int kStep>
+__device__ __forceinline__ U GroupPrefixTable(const T* row, U* table, int k,
+                                              int member, unsigned mask,
+                                              cat::ScaleFactors<T> factors) {
+  U carry = 0;  // C at the start of the part being scanned
+  if constexpr (G == 1) {
+    // One lane: the whole row in order, no offsets to add.
+    for (int j = 0; j < k; ++j) {
+      carry = carry + cat::QuantizeByMultiply(row[j], factors);
+      table[kStep * j] = carry;
+    }
+  } else {
+    constexpr int kCols = kWarpSize / G;
+    const int remnant = static_cast<int>(cat::RemnantSize(k));
+    const int blocks = static_cast<int>(cat::NumBlocks(k));
+    const auto scan_part = [&](int begin, int end) {
+      U local = 0;
+      for (int j = begin; j < end; ++j) {
+        local = local + cat::QuantizeByMultiply(row[j], factors);
+        table[kStep * j] = local;
+      }
+      U inclusive = local;
+#pragma unroll
+      for (int o = 1; o < G; o *= 2) {
+        const U up = __shfl_up_sync(mask, inclusive, o, G);
+        if (member >= o) inclusive = inclusive + up;
+      }
+      const U offset = carry + (inclusive - local);
+      for (int j = begin; j < end; ++j) table[kStep * j] += offset;
+      carry = carry + __shfl_sync(mask, inclusive, G - 1, G);
+    };
+    const int piece = (remnant + G - 1) / G;
+    scan_part(min(remnant, member * piece), min(remnant, (member + 1) * piece));
+    for (int b = 0; b < blocks; ++b) {
+      const int first = remnant + kWarpSize * b + member * kCols;
+      scan_part(first, first + kCols);
+    }
+    __syncwarp(mask);  // every member's draws read the whole table
+  }
+  return carry;
+}
+
+// The category of X < Q in a row's prefix table (kTable): the first j
+// whose running total C_{j+1} = table[kStep j] exceeds X (binary search;
+// the last is Q > X). That j has C_j <= X < C_j + q_j, the contract's
+// category; a zero weight (C_{j+1} = C_j) never exceeds X where its
+// predecessor did not, so it is never chosen.
+template <int kStep>
+__device__ __forceinline__ int32_t FindInTable(const U* table, int k, U x) {
+  int j = 0;
+  for (int n = k; n > 1;) {
+    const int half = n / 2;
+    j = table[kStep * (j + half - 1)] <= x ? j + half : j;
+    n -= half;
+  }
+  return j;
+}
+
 // One warp's task of 32 lane-aligned rows (as kLanes), in G rounds of
-// 32 / G rows, G lanes a row.
-template <typename T, int G, bool kStaged>
+// 32 / G rows, G lanes a row; kTable: each row as a prefix table of every
+// weight instead of chunk ends.
+template <typename T, int G, bool kStaged, bool kTable>
 __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
                                         const CategoricalSegment& seg,
                                         int64_t task, int lane,
@@ -379,6 +465,7 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
   constexpr int kStageStride = kDrawBatch + 1;
   const int member = lane % G;
   const int slot = lane / G;
+  constexpr int kTableStep = G == 1 ? kWarpSize : 1;
   const unsigned mask = GroupMask<G>(lane);
 
   // Task row t (0..31) is segment row row0 + t.
@@ -403,6 +490,8 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
     const bool active = t >= rb && t < re;  // whole groups
     T* row = area.rows + slot * stride;
     U* ends = area.chunk_ends + slot * chunk_stride;
+    // kTable: this row's prefix table (one lane a row: interleaved).
+    U* table = G == 1 ? area.table + lane : area.table + slot * stride;
     U total = 0;
     cat::ScaleFactors<T> factors{};
     if (active) {
@@ -412,8 +501,21 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
       const int scale =
           cat::RowScale(GroupScaleSum<T, G>(row, k, member, lane, mask));
       factors = cat::ScaleFactorsFor<T>(scale);
-      total = GroupChunkEnds<T, G>(row, ends, k, member, mask, factors);
+      if constexpr (kTable) {
+        total = GroupPrefixTable<T, G, kTableStep>(row, table, k, member, mask,
+                                                   factors);
+      } else {
+        total = GroupChunkEnds<T, G>(row, ends, k, member, mask, factors);
+      }
     }
+    const auto find = [&](U x) {
+      if constexpr (kTable) {
+        return FindInTable<kTableStep>(table, k, x);
+      } else {
+        return FindCategory<ChunkSizeFor(G)>(row, ends, remnant, chunks, x,
+                                             factors);
+      }
+    };
 
     const uint64_t item = seg.first_row + static_cast<uint64_t>(row0 + t);
     PhiloxBlock philox{};
@@ -429,8 +531,7 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
           const int32_t d_end = min(draws, cat::kDrawsPerBlock * (b + 1));
           for (int32_t d = cat::kDrawsPerBlock * b; d < d_end; ++d) {
             const U x = cat::NextDrawX(seg.seed, item, d, total, philox);
-            my_out[d] = FindCategory<ChunkSizeFor(G)>(row, ends, remnant,
-                                                      chunks, x, factors);
+            my_out[d] = find(x);
           }
         }
       }
@@ -451,8 +552,7 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
             const int i_end = min(n, cat::kDrawsPerBlock * (b + 1));
             for (int i = cat::kDrawsPerBlock * b; i < i_end; ++i) {
               const U x = cat::NextDrawX(seg.seed, item, d0 + i, total, philox);
-              staged[i] = FindCategory<ChunkSizeFor(G)>(row, ends, remnant,
-                                                        chunks, x, factors);
+              staged[i] = find(x);
             }
           }
         }
@@ -471,9 +571,9 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
 
 // One launch per group size (a kernel holding them all spills: their
 // register needs differ), staged or not (the staging's registers would
-// cost one draw a row as well).
-template <typename T, int G, bool kStaged>
-__global__ void __launch_bounds__(kBlockThreads, MinBlocks(kStaged))
+// cost one draw a row as well), with the prefix table or not (G = 1).
+template <typename T, int G, bool kStaged, bool kTable>
+__global__ void __launch_bounds__(kBlockThreads, MinBlocks(G, kStaged, kTable))
     LaneGroupsKernel(const SegmentedParams<T> p, int64_t task_begin,
                      int64_t task_end, int32_t warp_bytes) {
   extern __shared__ __align__(16) unsigned char smem_bytes[];
@@ -484,24 +584,28 @@ __global__ void __launch_bounds__(kBlockThreads, MinBlocks(kStaged))
   if (task >= task_end) return;  // no block-wide synchronization below
   const CategoricalSegment& seg = FindSegment(p.segments, p.num_segments, task);
   unsigned char* mine = smem_bytes + static_cast<size_t>(warp) * warp_bytes;
-  unsigned char* chunk_ends = mine + RowsBytes(seg.categories, sizeof(T));
-  const WarpArea<T> area{
-      reinterpret_cast<T*>(mine), reinterpret_cast<U*>(chunk_ends),
-      reinterpret_cast<int32_t*>(
-          chunk_ends + static_cast<size_t>(RoundRows(seg.categories) *
-                                           ChunkStride(seg.categories)) *
-                           sizeof(U))};
-  RunTask<T, G, kStaged>(p, seg, task, lane, area);
+  // After the rows: the chunk ends, or the prefix table in their place.
+  unsigned char* after_rows = mine + RowsBytes(seg.categories, sizeof(T));
+  const size_t ends_bytes =
+      kTable ? TableBytes(seg.categories)
+             : static_cast<size_t>(RoundRows(seg.categories) *
+                                   ChunkStride(seg.categories)) *
+                   sizeof(U);
+  const WarpArea<T> area{reinterpret_cast<T*>(mine),
+                         reinterpret_cast<U*>(after_rows),
+                         reinterpret_cast<int32_t*>(after_rows + ends_bytes),
+                         reinterpret_cast<U*>(after_rows)};
+  RunTask<T, G, kStaged, kTable>(p, seg, task, lane, area);
 }
 
-template <typename T, int G>
-absl::Status LaunchGroup(const SegmentedParams<T>& params, int64_t task_begin,
-                         int64_t task_end, size_t warp_bytes, bool staged,
-                         cudaStream_t stream) {
-  if (task_end <= task_begin) return absl::OkStatus();
+template <typename T, int G, bool kTable>
+absl::Status LaunchGroupInstance(const SegmentedParams<T>& params,
+                                 int64_t task_begin, int64_t task_end,
+                                 size_t warp_bytes, bool staged,
+                                 cudaStream_t stream) {
   const size_t smem = kWarpsPerBlock * warp_bytes;
-  const auto kernel =
-      staged ? LaneGroupsKernel<T, G, true> : LaneGroupsKernel<T, G, false>;
+  const auto kernel = staged ? LaneGroupsKernel<T, G, true, kTable>
+                             : LaneGroupsKernel<T, G, false, kTable>;
   SAMPLER_RETURN_IF_ERROR(
       AllowDynamicSharedMemory(reinterpret_cast<const void*>(kernel), smem));
   const int64_t blocks =
@@ -510,6 +614,29 @@ absl::Status LaunchGroup(const SegmentedParams<T>& params, int64_t task_begin,
       params, task_begin, task_end, static_cast<int32_t>(warp_bytes));
   SAMPLER_CUDA_RETURN_IF_LAUNCH_FAILED();
   return absl::OkStatus();
+}
+
+// With `table` (plan.lane_groups_table) a warp holds prefix tables in
+// place of the chunk ends: the most that any K of G lanes a row needs.
+template <typename T, int G>
+absl::Status LaunchGroup(const SegmentedParams<T>& params, int64_t task_begin,
+                         int64_t task_end, size_t warp_bytes, bool staged,
+                         bool table, cudaStream_t stream) {
+  if (task_end <= task_begin) return absl::OkStatus();
+  if (!table) {
+    return LaunchGroupInstance<T, G, false>(params, task_begin, task_end,
+                                            warp_bytes, staged, stream);
+  }
+  constexpr int64_t kLargestK = int64_t{kWarpSize} * G;
+  size_t table_warp_bytes =
+      RowsBytes(kLargestK, sizeof(T)) + TableBytes(kLargestK) +
+      (staged ? static_cast<size_t>(RoundRows(kLargestK) *
+                                    StageStride(kLargestK)) *
+                    sizeof(int32_t)
+              : 0);
+  table_warp_bytes = (table_warp_bytes + 15) / 16 * 16;
+  return LaunchGroupInstance<T, G, true>(params, task_begin, task_end,
+                                         table_warp_bytes, staged, stream);
 }
 
 }  // namespace
@@ -542,15 +669,19 @@ absl::Status LaunchCategoricalLaneGroups(const CategoricalPlan& plan,
       static_cast<size_t>(plan.smem_warp_elems[0]) * sizeof(U);
   const int64_t* ends = plan.lane_group_ends;
   const bool staged = plan.lane_groups_staged;
-  SAMPLER_RETURN_IF_ERROR(
-      (LaunchGroup<T, 1>)(params, 0, ends[0], warp_bytes, staged, stream));
+  const bool table = plan.lane_groups_table;
+  SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 1>)(params, 0, ends[0], warp_bytes,
+                                              staged, table, stream));
   SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 2>)(params, ends[0], ends[1],
-                                              warp_bytes, staged, stream));
+                                              warp_bytes, staged, table,
+                                              stream));
   SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 4>)(params, ends[1], ends[2],
-                                              warp_bytes, staged, stream));
+                                              warp_bytes, staged, table,
+                                              stream));
   SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 8>)(params, ends[2], ends[3],
-                                              warp_bytes, staged, stream));
-  return LaunchGroup<T, 16>(params, ends[3], ends[4], warp_bytes, staged,
+                                              warp_bytes, staged, table,
+                                              stream));
+  return LaunchGroup<T, 16>(params, ends[3], ends[4], warp_bytes, staged, table,
                             stream);
 }
 

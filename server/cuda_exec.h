@@ -19,7 +19,9 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<EnumerateJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot);
 // The kernel that ExecuteOnGpu runs a categorical job of `categories` (K)
-// in `precision` on: the lane-group kernel up to K = 512, the block-row
+// in `precision` with `draws` draws a row on: the lane-group kernel up to
+// K = 512 (the lanes kernel at 33 to 64 for up to 4 draws and at 65 to 100
+// for one, float only), the block-row
 // kernel from 513 to rows of 80,000 bytes (one block a row up to 64 KiB,
 // clusters past), the warp-tiles kernel from there to 2^15, block-row
 // clusters again past 2^15 up to rows of 512 KiB (2^17 floats), the
@@ -27,7 +29,7 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
 // one warp per row past it (cuda_exec_categorical.cc says what measured
 // each bound).
 kernels::cuda::CategoricalKernel CategoricalKernelFor(
-    int64_t categories, kernels::Precision precision);
+    int64_t categories, kernels::Precision precision, int32_t draws = 1);
 absl::StatusOr<double> ExecuteOnGpu(Batch<GammaJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<DirichletJob>& batch, CudaSlot& slot);
 absl::StatusOr<double> ExecuteOnGpu(Batch<BoardsJob>& batch, CudaSlot& slot);

@@ -1,7 +1,8 @@
 // SampleCategorical batches on a GPU, one segment per job, rows placed so
 // that each request's lanes are the contract's lanes. Seven kernels give the
 // same bits (SampleCategoricalCpu's); CategoricalKernelFor picks one per job
-// by its K, and each kernel present runs one launch per precision.
+// by its K (and, below 101, its draws), and each kernel present runs one
+// launch per precision.
 #include <cstring>
 #include <type_traits>
 #include <variant>
@@ -34,6 +35,21 @@ namespace kc = kernels::cuda;
 // 44.4/42.7/43.5 (50.6 at one draw with the warp-wide draw: lane groups
 // keep 512, 2 points behind at one draw, 2.5 and 2.6 ahead at 4 and 32).
 constexpr int64_t kLaneGroupsUpToK = 512;
+
+// Within that, float rows of K = 33 to kLanesUpToKFewDraws with at most
+// kLanesFewDraws draws a row, and to kLanesUpToKOneDraw with one, go to the
+// lanes kernel (one row a lane, 32 rows a warp at once). Session 10 on an
+// H100 (categorical_bench, % of copy at 1/4/32 draws): K = 33 lanes 55.5
+// against lane groups' 34.7 at one draw; K = 64 63.3/52.4/17.7 against
+// 44.3/42.6/23.6; K = 100 59.1/49.3/21.2 against 56.4/51.3/34.8; K = 128
+// 47.4/40.8/18.1 against 62.0/57.1/39.2; K = 32 56.2/48.9/11.4 against
+// 58.4/49.2/20.6. Lane groups' two lanes a row (33 to 64) hold 16 rows a
+// round, half a warp's rows in flight. Doubles are not measured: lane
+// groups.
+constexpr int64_t kLanesFromK = 33;
+constexpr int64_t kLanesUpToKFewDraws = 64;
+constexpr int32_t kLanesFewDraws = 4;
+constexpr int64_t kLanesUpToKOneDraw = 100;
 
 // The block-row kernel (a thread block a row, the row held in shared
 // memory, read from DRAM once) from kLaneGroupsUpToK + 1: one block a row
@@ -86,7 +102,8 @@ absl::StatusOr<double> RunCategorical(Batch<CategoricalJob>& batch,
   for (auto& job : batch.jobs) {
     auto* work = std::get_if<CategoricalWork<T>>(&job->work);
     if (work == nullptr) continue;  // the other precision's launch
-    if (CategoricalKernelFor(job->shape.categories, kPrecision) != kernel) {
+    if (CategoricalKernelFor(job->shape.categories, kPrecision,
+                             job->shape.draws) != kernel) {
       continue;  // another kernel's launch
     }
     absl::StatusOr<int> segment = builder.Add(
@@ -116,7 +133,13 @@ absl::StatusOr<double> RunCategorical(Batch<CategoricalJob>& batch,
 }  // namespace
 
 kc::CategoricalKernel CategoricalKernelFor(int64_t categories,
-                                           kernels::Precision precision) {
+                                           kernels::Precision precision,
+                                           int32_t draws) {
+  if (precision == kernels::Precision::kFloat32 && categories >= kLanesFromK &&
+      ((categories <= kLanesUpToKFewDraws && draws <= kLanesFewDraws) ||
+       (categories <= kLanesUpToKOneDraw && draws == 1))) {
+    return kc::CategoricalKernel::kLanes;
+  }
   if (categories <= kLaneGroupsUpToK) {
     return kc::CategoricalKernel::kLaneGroups;
   }
@@ -140,9 +163,9 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot) {
   double seconds = 0;
   for (const kc::CategoricalKernel kernel :
-       {kc::CategoricalKernel::kLaneGroups, kc::CategoricalKernel::kBlockRow,
-        kc::CategoricalKernel::kWarpTiles, kc::CategoricalKernel::kWarpPerRow,
-        kc::CategoricalKernel::kRowSplit}) {
+       {kc::CategoricalKernel::kLanes, kc::CategoricalKernel::kLaneGroups,
+        kc::CategoricalKernel::kBlockRow, kc::CategoricalKernel::kWarpTiles,
+        kc::CategoricalKernel::kWarpPerRow, kc::CategoricalKernel::kRowSplit}) {
     absl::StatusOr<double> f = RunCategorical<float>(batch, slot, kernel);
     if (!f.ok()) return f;
     absl::StatusOr<double> d = RunCategorical<double>(batch, slot, kernel);

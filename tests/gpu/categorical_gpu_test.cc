@@ -193,6 +193,9 @@ struct PlanTweaks {
   // > 0: block-row's streamed chunks at this factor of their planner's
   // blocks a row (ReplanBlockRowStreamed, "-st", "-st-c2x", "-st-c4x").
   int block_row_streamed_split = 0;
+  // Lane groups' prefix table (one lane a row, K <= 32) forced on (1) or
+  // off (0) whatever the draws ("-pt", "-ce"); -1: as planned.
+  int lane_groups_table = -1;
 };
 
 // Runs `batch` through `kernel` on the GPU (the staging pipeline, with the
@@ -224,6 +227,9 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
   int64_t largest_k = 0;
   for (const Request& r : batch.requests) {
     largest_k = std::max(largest_k, r.segment.categories);
+  }
+  if (tweaks.lane_groups_table >= 0) {
+    builder.mutable_plan().lane_groups_table = tweaks.lane_groups_table == 1;
   }
   if (tweaks.block_row_ctas > 0) {
     const absl::Status replanned = ReplanBlockRowCtas(
@@ -694,6 +700,43 @@ TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
     ExpectMatches(
         batch, RunOnGpu(batch, kernel),
         absl::StrCat(CategoricalKernelName(kernel), ", many rows and chunks"));
+  }
+}
+
+// Lane groups' prefix tables (the planner's from 8 draws a row) forced on
+// and off at every K to 40 (not multiples of 32 or of 4 among them) and at
+// every group size's edges to 512, with 1, 4 and 32 draws, weights and
+// logits, every FillRow pattern (zeros of both signs, one huge weight
+// among tiny ones, subnormal totals), rows not a multiple of 32 from a
+// first row usually mid-warp.
+TYPED_TEST(CategoricalGpuTest, LaneGroupsPrefixTableMatchesCpu) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  const CategoricalKernel kernel = CategoricalKernel::kLaneGroups;
+  for (const int table : {1, 0}) {
+    for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
+      for (const int32_t draws : {1, 4, 32}) {
+        Batch<T> batch;
+        for (int64_t k = 1; k <= 40; ++k) {
+          const uint64_t first_row = rng.Below(3) == 0 ? 0 : rng.Bits() >> 20;
+          batch.Add(rng, 1 + rng.Below(200), k, draws, kind, rng.Bits(),
+                    first_row, kernel);
+        }
+        for (const int64_t k : {63, 64, 65, 97, 100, 127, 128, 129, 200, 255,
+                                256, 257, 300, 511, 512}) {
+          batch.Add(rng, 1 + rng.Below(80), k, draws, kind, rng.Bits(),
+                    rng.Below(1000), kernel);
+        }
+        PlanTweaks tweaks;
+        tweaks.lane_groups_table = table;
+        ExpectMatches(batch, RunOnGpu(batch, kernel, tweaks),
+                      absl::StrCat("lane groups, table ", table, ", D ", draws,
+                                   " ", KindName(kind)));
+      }
+    }
   }
 }
 

@@ -18,15 +18,36 @@ using kernels::cuda::RowSplitMaxCategories;
 
 TEST(CudaCategoricalRouteTest, LaneGroupsUpTo512) {
   for (const Precision p : {Precision::kFloat32, Precision::kFloat64}) {
-    EXPECT_EQ(CategoricalKernelFor(1, p), CategoricalKernel::kLaneGroups);
-    EXPECT_EQ(CategoricalKernelFor(63, p), CategoricalKernel::kLaneGroups);
-    EXPECT_EQ(CategoricalKernelFor(64, p), CategoricalKernel::kLaneGroups);
-    EXPECT_EQ(CategoricalKernelFor(128, p), CategoricalKernel::kLaneGroups);
-    EXPECT_EQ(CategoricalKernelFor(129, p), CategoricalKernel::kLaneGroups);
-    EXPECT_EQ(CategoricalKernelFor(256, p), CategoricalKernel::kLaneGroups);
-    EXPECT_EQ(CategoricalKernelFor(257, p), CategoricalKernel::kLaneGroups);
-    EXPECT_EQ(CategoricalKernelFor(512, p), CategoricalKernel::kLaneGroups);
+    for (const int32_t draws : {1, 4, 32}) {
+      for (const int64_t k : {1, 32, 101, 128, 129, 256, 257, 512}) {
+        EXPECT_EQ(CategoricalKernelFor(k, p, draws),
+                  CategoricalKernel::kLaneGroups)
+            << k << " " << draws;
+      }
+    }
+    // Many draws from 33 to 100; doubles at every draw count.
+    EXPECT_EQ(CategoricalKernelFor(33, p, 5), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(64, p, 32), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(65, p, 4), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(100, p, 2), CategoricalKernel::kLaneGroups);
   }
+  EXPECT_EQ(CategoricalKernelFor(33, Precision::kFloat64, 1),
+            CategoricalKernel::kLaneGroups);
+  EXPECT_EQ(CategoricalKernelFor(100, Precision::kFloat64, 1),
+            CategoricalKernel::kLaneGroups);
+}
+
+// Float rows of 33 to 64 with up to 4 draws, of 65 to 100 with one.
+TEST(CudaCategoricalRouteTest, LanesForFewDrawsFrom33) {
+  const Precision f32 = Precision::kFloat32;
+  for (const int32_t draws : {1, 2, 4}) {
+    EXPECT_EQ(CategoricalKernelFor(33, f32, draws), CategoricalKernel::kLanes);
+    EXPECT_EQ(CategoricalKernelFor(64, f32, draws), CategoricalKernel::kLanes);
+  }
+  EXPECT_EQ(CategoricalKernelFor(65, f32, 1), CategoricalKernel::kLanes);
+  EXPECT_EQ(CategoricalKernelFor(100, f32, 1), CategoricalKernel::kLanes);
+  // One draw is the default.
+  EXPECT_EQ(CategoricalKernelFor(64, f32), CategoricalKernel::kLanes);
 }
 
 // Rows of up to 64 KiB: 16,384 floats, 8,192 doubles.
