@@ -287,18 +287,19 @@ GammaLaunchOptions OptionsFor(bool pre_cache, const Tuning& t) {
   return options;
 }
 
-// The tuning the service launches: the options' defaults.
-bool IsServiceTuning(const Tuning& t) {
-  const GammaLaunchOptions defaults;
-  return t.keys == defaults.seed_keys_in_params &&
-         t.defer == defaults.defer_slow_outputs &&
-         t.more_warps == defaults.more_warps && t.pairs == defaults.pairs;
+// Whether `o` is what the service launches (GammaBatchBuilder::
+// ServiceOptions).
+bool IsService(const GammaLaunchOptions& o, const GammaLaunchOptions& service) {
+  return o.pre_cache == service.pre_cache &&
+         o.seed_keys_in_params == service.seed_keys_in_params &&
+         o.defer_slow_outputs == service.defer_slow_outputs &&
+         o.more_warps == service.more_warps && o.pairs == service.pairs;
 }
 
 struct Row {
   std::string precision, config, tuning;
   bool pre_cache;
-  bool service;  // the variant the service launches (PreCachePays)
+  bool service;  // the variant the service launches (ServiceOptions)
   double ms, gsps;
   GammaCounters counters;
   double p_model, iters_model, eff_model;
@@ -420,8 +421,7 @@ void RunConfig(const Config& cfg, int64_t n, int reps, Stager& stager,
       row.config = cfg.name;
       row.tuning = tuning.name;
       row.pre_cache = pre_cache;
-      row.service =
-          pre_cache == builder.PreCachePays() && IsServiceTuning(tuning);
+      row.service = IsService(options, builder.ServiceOptions());
       row.ms = Median(times);
       row.gsps = n / (row.ms * 1e-3) / 1e9;
       if (cfg.shape > 0) {

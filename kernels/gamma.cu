@@ -295,6 +295,13 @@ bool GammaBatchBuilder<T>::PreCachePays() const {
 }
 
 template <typename T>
+GammaLaunchOptions GammaBatchBuilder<T>::ServiceOptions() const {
+  GammaLaunchOptions options;  // the tunings' defaults
+  options.pre_cache = PreCachePays();
+  return options;
+}
+
+template <typename T>
 typename GammaBatchBuilder<T>::Offsets GammaBatchBuilder<T>::Layout() const {
   Offsets o;
   o.segments = 0;

@@ -44,8 +44,8 @@
 // - kDefer: outputs that need the slow path (Source::IsSlow: the boost of a
 //   shape below 1, ~130 instructions) are queued in the warp's shared memory
 //   where the warp's items are mixed, and written 32 at a time by every lane
-//   (SlowOutputQueue), rather than by the few lanes that need them while the
-//   others wait (OutputWriter). The source then also gives SlowOutput (what
+//   rather than by the few lanes that need them while the others wait
+//   (OutputWriter). The source then also gives SlowOutput (what
 //   such an output is made from), Slow(index, item, draw) and
 //   WriteSlow(out, entry).
 // And two for any source, without pre-caching: kMoreWarps (float), fewer

@@ -66,8 +66,7 @@ absl::StatusOr<double> RunGamma(Batch<GammaJob>& batch, CudaSlot& slot) {
     }
     placed.push_back({job.get(), *segment, work->out});
   }
-  kc::GammaLaunchOptions options;
-  options.pre_cache = builder.PreCachePays();
+  const kc::GammaLaunchOptions options = builder.ServiceOptions();
   return RunArena<T>(builder, placed, slot,
                      [options](const kc::GammaBatch<T>& b, cudaStream_t s) {
                        return kc::LaunchGamma<T>(b, s, options);

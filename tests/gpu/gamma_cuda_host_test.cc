@@ -14,6 +14,7 @@
 #include "sampler/kernels/cuda/gamma.h"
 #include "sampler/kernels/dirichlet.h"
 #include "sampler/kernels/gamma.h"
+#include "sampler/kernels/philox.h"
 
 namespace sampler::kernels::cuda {
 namespace {
@@ -106,6 +107,31 @@ TEST(GammaCudaHostTest, SegmentStatusMapsToTheCpuCodes) {
             absl::StatusCode::kOutOfRange);
 }
 
+// A batch whose segments share one seed carries that seed's Philox round
+// keys for the kernel's parameters; one with two seeds does not.
+TEST(GammaCudaHostTest, OneSeedBatchesCarryTheirRoundKeys) {
+  GammaBatchBuilder<float> b;
+  const std::vector<GammaGroup<float>> g = {{2.5f, 1.0f, 100}};
+  const uint64_t seed = 0x0123456789abcdefull;
+  ASSERT_TRUE(b.AddGroups(g, false, seed, 0).ok());
+  const std::vector<float> shape = {0.5f, 3.0f};
+  ASSERT_TRUE(b.AddElements(shape, {}, true, seed, 7).ok());
+  std::vector<char> arena(b.ArenaBytes());
+  const GammaBatch<float> one = b.View(arena.data(), nullptr, nullptr);
+  ASSERT_TRUE(one.one_seed);
+  const PhiloxRoundKeys want = PhiloxKeySchedule(seed);
+  for (int r = 0; r < 10; ++r) {
+    EXPECT_EQ(one.round_keys.k0[r], want.k0[r]) << "round " << r;
+    EXPECT_EQ(one.round_keys.k1[r], want.k1[r]) << "round " << r;
+  }
+  ASSERT_TRUE(b.AddGroups(g, false, seed + 1, 0).ok());
+  std::vector<char> arena2(b.ArenaBytes());
+  EXPECT_FALSE(b.View(arena2.data(), nullptr, nullptr).one_seed);
+  EXPECT_FALSE(GammaBatchBuilder<float>()
+                   .View(nullptr, nullptr, nullptr)
+                   .one_seed);  // empty
+}
+
 // The service launches pre-caching only where it was measured to pay
 // (GammaBatchBuilder::PreCachePays): float32, most items' shapes below 5.
 TEST(GammaCudaHostTest, PreCachingOnlyWhereItPays) {
@@ -116,6 +142,8 @@ TEST(GammaCudaHostTest, PreCachingOnlyWhereItPays) {
     return b;
   };
   EXPECT_TRUE(groups(0.3f, 1000).PreCachePays());
+  EXPECT_TRUE(groups(0.3f, 1000).ServiceOptions().pre_cache);
+  EXPECT_FALSE(groups(10.0f, 1000).ServiceOptions().pre_cache);
   EXPECT_TRUE(groups(2.5f, 1000).PreCachePays());
   EXPECT_FALSE(groups(10.0f, 1000).PreCachePays());
   EXPECT_FALSE(GammaBatchBuilder<float>().PreCachePays());  // empty

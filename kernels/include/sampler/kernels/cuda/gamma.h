@@ -200,6 +200,11 @@ class GammaBatchBuilder {
   bool PreCachePays() const;
   static constexpr double kPreCacheShapeBelow = 5.0;
 
+  // The options the service launches this batch with: pre-caching where it
+  // pays, and the kernel's tunings where they were measured to win
+  // (bench/results/gamma-kernel.md, "Session 11").
+  GammaLaunchOptions ServiceOptions() const;
+
   size_t ArenaBytes() const;
   void PackInto(void* host_arena) const;
   GammaBatch<T> View(const void* device_arena, T* out,
