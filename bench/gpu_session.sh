@@ -307,6 +307,8 @@ if want catstream; then
         "$work/catstream_ncu_$k.log" | sed -E 's/ +/ /g' | head -12 | tr '\n' ';')"
     done
   fi
+fi
+
 # Session 11 (helper C), issue 11 at K <= 512: the lanes kernel (routed at
 # K = 33 to 64 for up to 4 draws, 65 to 100 for one) beside lane groups as
 # planned and with every row's prefix table forced on ("lane-groups-pt")
