@@ -253,28 +253,26 @@ struct Config {
 };
 
 // The kernel's tunings (GammaLaunchOptions: seed_keys_in_params,
-// defer_slow_outputs, more_warps, pairs), same bits in every one: "v2" is
-// the kernel before them. more_warps applies to float without pre-caching
-// only, pairs to either precision without it; their rows are timed there
-// only.
+// defer_slow_outputs, more_warps), same bits in every one: "v2" is the
+// kernel before them; the others are those the service may launch
+// (GammaBatchBuilder::ServiceOptions). more_warps applies to float without
+// pre-caching only; its rows are timed there only. (Session 11 also timed
+// "defer" without keys and two items a lane in flight, "pairs": both lost,
+// gamma-kernel.md.)
 struct Tuning {
   const char* name;
-  bool keys, defer, more_warps, pairs;
+  bool keys, defer, more_warps;
 };
 constexpr Tuning kTunings[] = {
-    {"v2", false, false, false, false},
-    {"keys", true, false, false, false},
-    {"defer", false, true, false, false},
-    {"keys+defer", true, true, false, false},
-    {"keys+warps", true, false, true, false},
-    {"keys+defer+warps", true, true, true, false},
-    {"keys+pairs", true, false, false, true},
-    {"keys+defer+pairs", true, true, false, true},
+    {"v2", false, false, false},
+    {"keys", true, false, false},
+    {"keys+defer", true, true, false},
+    {"keys+warps", true, false, true},
+    {"keys+defer+warps", true, true, true},
 };
 
 bool Applies(const Tuning& t, bool pre_cache, bool is_float) {
-  return (!t.more_warps || (is_float && !pre_cache)) &&
-         (!t.pairs || !pre_cache);
+  return !t.more_warps || (is_float && !pre_cache);
 }
 
 GammaLaunchOptions OptionsFor(bool pre_cache, const Tuning& t) {
@@ -283,7 +281,6 @@ GammaLaunchOptions OptionsFor(bool pre_cache, const Tuning& t) {
   options.seed_keys_in_params = t.keys;
   options.defer_slow_outputs = t.defer;
   options.more_warps = t.more_warps;
-  options.pairs = t.pairs;
   return options;
 }
 
@@ -293,7 +290,7 @@ bool IsService(const GammaLaunchOptions& o, const GammaLaunchOptions& service) {
   return o.pre_cache == service.pre_cache &&
          o.seed_keys_in_params == service.seed_keys_in_params &&
          o.defer_slow_outputs == service.defer_slow_outputs &&
-         o.more_warps == service.more_warps && o.pairs == service.pairs;
+         o.more_warps == service.more_warps;
 }
 
 struct Row {

@@ -106,8 +106,8 @@ def parse_gamma(res):
     for line in log.splitlines():
         m = re.match(r"^(float32|float64)\s+(\S+)\s+pre=(\d)(\*?)\s+([\d.]+) ms\s+([\d.]+) Gsamples/s", line)
         t = re.search(r"tuning=(\S+)", line)
-        if m and t and t.group(1) != "keys+defer":
-            continue  # the log fallback keeps the service's tuning only
+        if m and t and t.group(1) != "v2" and not m.group(4):
+            continue  # the log fallback keeps v2 and the service's row
         if m:
             out["rows"].append({"precision": m.group(1), "config": m.group(2),
                                 "pre_cache": m.group(3) == "1", "service": m.group(4) == "*",
@@ -361,12 +361,21 @@ def analyse(d):
     for prec in ("float32", "float64"):
         for cfg, shape, tname in configs:
             mine = [r for r in g["rows"] if r["precision"] == prec and r["config"] == cfg]
-            # Runs since session 11 time every tuning of the kernel: keep the
-            # rows of the tuning the service launches.
+            # Runs since session 11 time the kernel's tunings: the service's
+            # row for its pre-caching choice, the best tuned row for the other.
             svc = next((r for r in mine if r.get("service")), None)
             if svc and "tuning" in svc:
-                mine = [r for r in mine if r.get("tuning") == svc["tuning"]]
-            ours = {r["pre_cache"]: r["gsps"] for r in mine}
+                ours = {}
+                for pre in (True, False):
+                    cand = [r for r in mine if r["pre_cache"] == pre]
+                    if pre == svc["pre_cache"]:
+                        cand = [svc]
+                    else:
+                        cand = [r for r in cand if r.get("tuning") != "v2"] or cand
+                    if cand:
+                        ours[pre] = max(r["gsps"] for r in cand)
+            else:
+                ours = {r["pre_cache"]: r["gsps"] for r in mine}
             # The variant the service launches (GammaBatchBuilder::PreCachePays);
             # runs from before that choice existed always launched pre-caching.
             service_pre_cache = next((r["pre_cache"] for r in mine if r.get("service")), True)

@@ -236,17 +236,23 @@ absl::StatusOr<int> GammaBatchBuilder<T>::AddElements(absl::Span<const T> shape,
   seg.flags = (log_output ? kSegmentLogOutput : 0u) |
               (scale.empty() ? kSegmentUnitScale : 0u);
   seg.scale_begin = static_cast<int64_t>(scale_.size());
-  // The pre-caching estimate from a bounded sample: a heuristic, so a 10M
-  // element request does not pay a scan for it.
+  // The launch options' estimates from a bounded sample: a heuristic, so a
+  // 10M element request does not pay a scan for it.
   const size_t n = shape.size();
   const size_t samples = std::min<size_t>(n, 64);
-  int below = 0;
+  int below = 0, unit = 0, boost = 0;
   for (size_t i = 0; i < samples; ++i) {
-    below += shape[i * n / samples] < T(kPreCacheShapeBelow) ? 1 : 0;
+    const T a = shape[i * n / samples];
+    below += a < T(kPreCacheShapeBelow) ? 1 : 0;
+    unit += a >= T(1) && a < T(kPreCacheDoubleBelow) ? 1 : 0;
+    boost += a < T(1) ? 1 : 0;
   }
   if (samples > 0) {
     low_shape_items_ += static_cast<double>(n) * below / samples;
+    unit_shape_items_ += static_cast<double>(n) * unit / samples;
   }
+  boost_mixed_ =
+      boost_mixed_ || (boost > 0 && boost < static_cast<int>(samples));
   shape_.insert(shape_.end(), shape.begin(), shape.end());
   // Unit scales are not stored: the kernel does not read them.
   scale_.insert(scale_.end(), scale.begin(), scale.end());
@@ -282,6 +288,9 @@ absl::StatusOr<int> GammaBatchBuilder<T>::AddGroups(
     if (g.shape < T(kPreCacheShapeBelow)) {
       low_shape_items_ += static_cast<double>(g.count);
     }
+    if (g.shape >= T(1) && g.shape < T(kPreCacheDoubleBelow)) {
+      unit_shape_items_ += static_cast<double>(g.count);
+    }
   }
   seg.num_groups = static_cast<int64_t>(groups_.size()) - seg.param_begin;
   total_ += seg.count;
@@ -291,13 +300,17 @@ absl::StatusOr<int> GammaBatchBuilder<T>::AddGroups(
 
 template <typename T>
 bool GammaBatchBuilder<T>::PreCachePays() const {
-  return sizeof(T) == 4 && 2 * low_shape_items_ > static_cast<double>(total_);
+  const double items = sizeof(T) == 4 ? low_shape_items_ : unit_shape_items_;
+  return 2 * items > static_cast<double>(total_);
 }
 
 template <typename T>
 GammaLaunchOptions GammaBatchBuilder<T>::ServiceOptions() const {
-  GammaLaunchOptions options;  // the tunings' defaults
+  GammaLaunchOptions options;
   options.pre_cache = PreCachePays();
+  options.seed_keys_in_params = true;
+  options.defer_slow_outputs = boost_mixed_;
+  options.more_warps = sizeof(T) == 4 && !options.pre_cache;
   return options;
 }
 

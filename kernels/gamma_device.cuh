@@ -48,9 +48,8 @@
 //   (OutputWriter). The source then also gives SlowOutput (what
 //   such an output is made from), Slow(index, item, draw) and
 //   WriteSlow(out, entry).
-// And two for any source, without pre-caching: kMoreWarps (float), fewer
-// registers for more resident warps (kMinBlocks); kPairs, two items a lane
-// in flight at once (RunPairCall).
+// And one for any source, float without pre-caching: kMoreWarps, fewer
+// registers for more resident warps (kMinBlocks).
 #ifndef SAMPLER_KERNELS_GAMMA_DEVICE_CUH_
 #define SAMPLER_KERNELS_GAMMA_DEVICE_CUH_
 
@@ -333,62 +332,6 @@ __device__ __forceinline__ void RunCall(const typename Source::Batch& batch,
   cur.done = false;
 }
 
-// One call of the paired loop (kPairs, without pre-caching): a lane owns
-// two items, at `index` and one stride further, and every iteration
-// computes an attempt of each, needed or not, so that the two attempts'
-// independent arithmetic (Philox rounds, logarithm and cosine polynomials)
-// fills each other's dependency stalls; only needed attempts count. The
-// call ends when both items of every lane are accepted, writes both and
-// fetches the lane's next two. Attempt a of item i is still counter (a, i).
-template <typename T, typename Source, bool kKeys, typename Writer>
-__device__ __forceinline__ void RunPairCall(const typename Source::Batch& batch,
-                                            int64_t& index, int64_t stride,
-                                            Cursor& cursor, Slot<T> (&slots)[2],
-                                            Writer& writer) {
-  const int64_t total = batch.total;
-  for (;;) {
-    bool need[2];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      need[k] = index + k * stride < total && !slots[k].done;
-    }
-    if (!__any_sync(kFullMask, need[0] || need[1])) break;
-    GammaUniforms<T> u[2];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      u[k] = AttemptUniforms<T, Source, kKeys>(
-          batch, slots[k].it.seed, slots[k].it.item, slots[k].attempt);
-    }
-    GammaDraw<T> draw[2];
-    bool accepted[2];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      draw[k] = GammaDraw<T>{T(0), u[k].ub};
-      accepted[k] = GammaTryAttempt(slots[k].it.g, u[k], &draw[k].dv);
-    }
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      if (need[k]) {
-        const uint32_t attempt = slots[k].attempt;
-        Record(slots[k], attempt,
-               SettleCap(batch, accepted[k], attempt, index + k * stride,
-                         &draw[k]),
-               draw[k]);
-      }
-    }
-  }
-  writer.Write(batch, index, slots[0].it, slots[0].draw);
-  writer.Write(batch, index + stride, slots[1].it, slots[1].draw);
-  index += 2 * stride;
-  Source::Fetch(batch, index, stride, cursor, slots[1].it, slots[0].it);
-  Source::Fetch(batch, index + stride, stride, cursor, slots[0].it,
-                slots[1].it);
-  for (Slot<T>& slot : slots) {
-    slot.attempt = 0;
-    slot.done = false;
-  }
-}
-
 // Resident blocks per SM the register allocation must allow (0: no bound).
 // Float with pre-caching needs 68 registers unbounded (7 blocks of 4 warps,
 // 44% occupancy) and fits 64 (8 blocks, 50%); double without it needs 66
@@ -397,12 +340,8 @@ __device__ __forceinline__ void RunPairCall(const typename Source::Batch& batch,
 // registers instead of 10 (62.5%) in 43-48, for more warps to hide the
 // loop's fixed-latency dependencies at the price of a few spilled bytes
 // (12 with round keys from the parameters, per ptxas).
-// kPairs: float fits 64 registers without spilling (8 blocks, 50%);
-// double is left unbounded (64 would spill ~600 bytes).
-template <typename T, bool kPreCache, bool kMoreWarps = false,
-          bool kPairs = false>
-inline constexpr int kMinBlocks = kPairs ? (sizeof(T) == 4 ? 8 : 0)
-                                  : kMoreWarps && sizeof(T) == 4 && !kPreCache
+template <typename T, bool kPreCache, bool kMoreWarps = false>
+inline constexpr int kMinBlocks = kMoreWarps && sizeof(T) == 4 && !kPreCache
                                       ? 12
                                   : (sizeof(T) == 4) == kPreCache ? 8
                                                                   : 0;
@@ -410,11 +349,10 @@ inline constexpr int kMinBlocks = kPairs ? (sizeof(T) == 4 ? 8 : 0)
 // kPreCache: finished lanes work on their next item (see the file comment).
 // kCount: the instrumented variant, adding to *counters.
 // kKeys, kDefer, kMoreWarps: the tunings of the file comment.
-// kPairs (without pre-caching or counting): the paired loop, RunPairCall.
 template <typename T, typename Source, bool kPreCache, bool kCount, bool kKeys,
-          bool kDefer, bool kMoreWarps, bool kPairs = false>
+          bool kDefer, bool kMoreWarps>
 __global__ void __launch_bounds__(kBlockThreads,
-                                  kMinBlocks<T, kPreCache, kMoreWarps, kPairs>)
+                                  kMinBlocks<T, kPreCache, kMoreWarps>)
     RejectionKernel(const typename Source::Batch batch,
                     GammaCounters* counters) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -427,8 +365,7 @@ __global__ void __launch_bounds__(kBlockThreads,
   int64_t index =
       static_cast<int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x;
   Source::Fetch(batch, index, stride, cursor, slots[0].it, slots[0].it);
-  static_assert(!kPairs || (!kPreCache && !kCount));
-  if constexpr (kPreCache || kPairs) {
+  if constexpr (kPreCache) {
     Source::Fetch(batch, index + stride, stride, cursor, slots[0].it,
                   slots[1].it);
   }
@@ -445,11 +382,6 @@ __global__ void __launch_bounds__(kBlockThreads,
   // two so that the slots' roles are compile-time constants.
   for (;;) {
     if (!__any_sync(kFullMask, index < total)) break;
-    if constexpr (kPairs) {
-      RunPairCall<T, Source, kKeys>(batch, index, stride, cursor, slots,
-                                    writer);
-      continue;
-    }
     RunCall<0, T, Source, kPreCache, kCount, kKeys>(
         batch, index, stride, cursor, slots, writer, tally);
     if constexpr (kPreCache) {
@@ -483,12 +415,12 @@ __global__ void __launch_bounds__(kBlockThreads,
 // ------------------------------------------------------- launching ----
 
 template <typename T, typename Source, bool kPreCache, bool kCount, bool kKeys,
-          bool kDefer, bool kMoreWarps = false, bool kPairs = false>
+          bool kDefer, bool kMoreWarps = false>
 absl::Status RunRejection(const typename Source::Batch& batch,
                           cudaStream_t stream,
                           const GammaLaunchOptions& options) {
-  const auto kernel = RejectionKernel<T, Source, kPreCache, kCount, kKeys,
-                                      kDefer, kMoreWarps, kPairs>;
+  const auto kernel =
+      RejectionKernel<T, Source, kPreCache, kCount, kKeys, kDefer, kMoreWarps>;
   SAMPLER_ASSIGN_OR_RETURN(
       const int blocks, ResidentGridBlocks(kernel, kBlockThreads, batch.total,
                                            kBlockThreads, options.max_blocks));
@@ -513,10 +445,6 @@ absl::Status LaunchRejection(const typename Source::Batch& batch,
                      batch, stream, options)
                : RunRejection<T, Source, false, true, false, false>(
                      batch, stream, options);
-  }
-  if (options.pairs && !options.pre_cache) {
-    return RunRejection<T, Source, false, false, kKeys, kDefer, false, true>(
-        batch, stream, options);
   }
   return options.pre_cache
              ? RunRejection<T, Source, true, false, kKeys, kDefer>(

@@ -133,7 +133,8 @@ TEST(GammaCudaHostTest, OneSeedBatchesCarryTheirRoundKeys) {
 }
 
 // The service launches pre-caching only where it was measured to pay
-// (GammaBatchBuilder::PreCachePays): float32, most items' shapes below 5.
+// (GammaBatchBuilder::PreCachePays): float32, most items' shapes below 5;
+// float64, most in [1, 1.25).
 TEST(GammaCudaHostTest, PreCachingOnlyWhereItPays) {
   const auto groups = [](float shape, int64_t count) {
     GammaBatchBuilder<float> b;
@@ -173,11 +174,47 @@ TEST(GammaCudaHostTest, PreCachingOnlyWhereItPays) {
   ASSERT_TRUE(flipped.AddElements(shapes, {}, false, 1, 0).ok());
   EXPECT_FALSE(flipped.PreCachePays());
 
-  // Never in float64.
+  // In float64 only where acceptance is lowest: shapes in [1, 1.25).
+  const auto wide = [](double shape) {
+    GammaBatchBuilder<double> b;
+    const std::vector<GammaGroup<double>> g = {{shape, 1.0, 1000}};
+    EXPECT_TRUE(b.AddGroups(g, false, 1, 0).ok());
+    return b.PreCachePays();
+  };
+  EXPECT_FALSE(wide(0.3));
+  EXPECT_TRUE(wide(1.0));
+  EXPECT_FALSE(wide(2.5));
+  EXPECT_FALSE(wide(10.0));
+}
+
+// The tunings the service launches (GammaBatchBuilder::ServiceOptions):
+// round keys always, slow outputs deferred only where a per-element
+// segment's shapes lie on both sides of 1, more warps in float without
+// pre-caching.
+TEST(GammaCudaHostTest, ServiceTuningsPerBatch) {
+  GammaBatchBuilder<float> scalar;
+  const std::vector<GammaGroup<float>> g = {{0.3f, 1.0f, 100},
+                                            {10.0f, 1.0f, 100}};
+  ASSERT_TRUE(scalar.AddGroups(g, false, 1, 0).ok());
+  GammaLaunchOptions o = scalar.ServiceOptions();
+  EXPECT_TRUE(o.seed_keys_in_params);
+  EXPECT_FALSE(o.defer_slow_outputs);  // groups: no mixed calls to speak of
+  EXPECT_EQ(o.more_warps, !o.pre_cache);
+
+  std::vector<float> shapes(1000);
+  for (size_t i = 0; i < shapes.size(); ++i) shapes[i] = 0.1f + 0.01f * i;
+  GammaBatchBuilder<float> across;
+  ASSERT_TRUE(across.AddElements(shapes, {}, false, 1, 0).ok());
+  EXPECT_TRUE(across.ServiceOptions().defer_slow_outputs);
+  for (float& a : shapes) a += 1.0f;  // all at or above 1
+  GammaBatchBuilder<float> above;
+  ASSERT_TRUE(above.AddElements(shapes, {}, false, 1, 0).ok());
+  EXPECT_FALSE(above.ServiceOptions().defer_slow_outputs);
+
   GammaBatchBuilder<double> wide;
-  const std::vector<GammaGroup<double>> g = {{0.3, 1.0, 1000}};
-  ASSERT_TRUE(wide.AddGroups(g, false, 1, 0).ok());
-  EXPECT_FALSE(wide.PreCachePays());
+  const std::vector<GammaGroup<double>> big = {{10.0, 1.0, 100}};
+  ASSERT_TRUE(wide.AddGroups(big, false, 1, 0).ok());
+  EXPECT_FALSE(wide.ServiceOptions().more_warps);  // float only
 }
 
 }  // namespace

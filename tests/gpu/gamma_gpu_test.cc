@@ -68,7 +68,7 @@ T LogUniform(std::mt19937_64& rng, double lo, double hi) {
 // The launch variants that must all give the CPU's bits: pre-caching or
 // not, the gamma kernel's tunings (round keys from the launch parameters
 // where the batch has one seed; slow outputs deferred; more warps for float
-// and two items a lane in flight, without pre-caching) or not, the grid.
+// without pre-caching) or not, the grid.
 struct Variant {
   const char* name;
   bool pre_cache;
@@ -77,7 +77,6 @@ struct Variant {
   bool keys = true;
   bool defer = true;
   bool more_warps = false;
-  bool pairs = false;
 };
 constexpr Variant kVariants[] = {
     {"default", true, false, 0},
@@ -91,9 +90,6 @@ constexpr Variant kVariants[] = {
     {"no tunings, no pre-caching, tiny grid", false, false, 3, false, false},
     {"more warps, no pre-caching, tiny grid", false, false, 2, true, true,
      true},
-    {"pairs, no pre-caching", false, false, 0, true, true, false, true},
-    {"pairs, no pre-caching, tiny grid", false, false, 3, true, true, false,
-     true},
 };
 constexpr size_t kDirichletVariants = 5;
 // Each tuning alone, for one-seed batches (the round keys apply there only).
@@ -104,10 +100,6 @@ constexpr Variant kTuningVariants[] = {
     {"defer only, no pre-caching, tiny grid", false, false, 1, false, true},
     {"more warps, no pre-caching", false, false, 0, true, true, true},
     {"more warps only, no pre-caching", false, false, 0, false, false, true},
-    {"pairs only, no pre-caching, tiny grid", false, false, 2, false, false,
-     false, true},
-    {"pairs and keys, no pre-caching, tiny grid", false, false, 1, true, false,
-     false, true},
 };
 
 // Runs the builder's batch through the staging pipeline with `variant` and
@@ -139,7 +131,6 @@ void RunOnDevice(const Builder& builder, const Variant& variant, Launch launch,
         options.seed_keys_in_params = variant.keys;
         options.defer_slow_outputs = variant.defer;
         options.more_warps = variant.more_warps;
-        options.pairs = variant.pairs;
         options.counters =
             variant.count
                 ? reinterpret_cast<GammaCounters*>(region + counters_at)

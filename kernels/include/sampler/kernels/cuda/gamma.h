@@ -123,21 +123,20 @@ struct GammaLaunchOptions {
   // (GammaBatchBuilder::PreCachePays, which the service follows).
   bool pre_cache = true;
   // Tunings of the gamma kernel (gamma_device.cuh; SampleDirichlet's kernel
-  // takes `pairs` only, and its service never sets it), same bits either
-  // way. Where every segment of the batch
-  // has one seed (GammaBatch::one_seed), the Philox round keys come from the
-  // kernel's parameters rather than being added up for every block.
+  // ignores them), same bits either way; GammaBatchBuilder::ServiceOptions
+  // picks them per batch. Where every segment of the batch has one seed
+  // (GammaBatch::one_seed), the Philox round keys come from the kernel's
+  // parameters rather than being added up for every block.
   bool seed_keys_in_params = true;
   // Outputs of shapes below 1 (the boost: ~130 instructions) that share a
   // warp's call with outputs of larger shapes are queued and written 32 at
-  // a time, all lanes together (per-element shapes across 1).
-  bool defer_slow_outputs = true;
+  // a time, all lanes together. Pays for per-element shapes on both sides
+  // of 1 only; elsewhere it costs 1-5% in float, up to 25% in float64 with
+  // pre-caching (the queue's registers and shared memory).
+  bool defer_slow_outputs = false;
   // Float without pre-caching: registers capped for 12 resident blocks of
   // 128 threads (75% occupancy) instead of 10, with a few bytes spilled.
   bool more_warps = false;
-  // Without pre-caching: each lane keeps two items in flight, an attempt of
-  // each every iteration, for instruction-level parallelism.
-  bool pairs = false;
   // Non-null: run the instrumented variant (slower) and add to *counters;
   // it runs without the tunings above (they change nothing it counts).
   GammaCounters* counters = nullptr;
@@ -189,20 +188,26 @@ class GammaBatchBuilder {
   const std::vector<GammaSegment>& segments() const { return segments_; }
 
   // Whether warp-aware pre-caching (GammaLaunchOptions::pre_cache) should
-  // speed this batch up: float32 batches most of whose items (estimated from
-  // up to 64 evenly spaced shapes of a per-element segment) have a shape
-  // below kPreCacheShapeBelow. Measured on H100s
-  // (kernels-h100-session7-2026-11-26.md, gamma-v3-trial-h100-2026-11-25.md):
-  // pre-caching wins at shapes 0.3, 1 and 2.5 in float32 (acceptance
-  // 0.95-0.99: lanes idle for the warp's slowest), loses 3-8% at shape 10
-  // and at U(0.1, 10) per element, and loses in float64 at 4 of 5 shapes
-  // (two items of double state cost occupancy).
+  // speed this batch up, from the items' shapes (estimated from up to 64
+  // evenly spaced shapes of a per-element segment). Measured on H100s
+  // (kernels-h100-session7-2026-11-26.md, gamma-v3-trial-h100-2026-11-25.md,
+  // gamma-kernel.md "Session 11"): in float32 pre-caching wins at shapes
+  // 0.3, 1 and 2.5 (acceptance 0.95-0.99: lanes idle for the warp's
+  // slowest) and loses 3-8% at shape 10: most items below
+  // kPreCacheShapeBelow. In float64 (two items of double state cost
+  // occupancy) it wins only where acceptance is lowest, shape 1 (0.952:
+  // +11%), and loses at 0.3 (0.967: -9%), 2.5 and 10: most items in
+  // [1, kPreCacheDoubleBelow).
   bool PreCachePays() const;
   static constexpr double kPreCacheShapeBelow = 5.0;
+  static constexpr double kPreCacheDoubleBelow = 1.25;
 
-  // The options the service launches this batch with: pre-caching where it
-  // pays, and the kernel's tunings where they were measured to win
-  // (bench/results/gamma-kernel.md, "Session 11").
+  // The options the service launches this batch with (bench/results/
+  // gamma-kernel.md, "Session 11"): pre-caching where it pays; round keys
+  // from the parameters always (+1-3%); slow outputs deferred where a
+  // per-element segment has shapes on both sides of 1 (U(0.1, 10): +10%
+  // float32, +23% float64; a loss elsewhere); more warps in float without
+  // pre-caching (+1-2%).
   GammaLaunchOptions ServiceOptions() const;
 
   size_t ArenaBytes() const;
@@ -229,7 +234,9 @@ class GammaBatchBuilder {
   std::vector<T> scale_;
   std::vector<GammaGroupParams<T>> groups_;
   int64_t total_ = 0;
-  double low_shape_items_ = 0;  // estimated items below kPreCacheShapeBelow
+  double low_shape_items_ = 0;   // estimated items below kPreCacheShapeBelow
+  double unit_shape_items_ = 0;  // in [1, kPreCacheDoubleBelow)
+  bool boost_mixed_ = false;     // a per-element segment's shapes straddle 1
 };
 
 extern template absl::Status LaunchGamma<float>(const GammaBatch<float>&,
