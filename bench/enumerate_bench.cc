@@ -321,17 +321,18 @@ void RunCase(const Case& c, const std::vector<Variant>& variants,
 // plus the lecture's one-output-per-warp kernel as the baseline up to m =
 // 1024 at the peers' batch sizes.
 // named: the case was named by --only (every tensor configuration is
-// worth a row there; in the full run, the m16n8k8 ones that kAuto takes, at
-// the m = 256 and 1024 only).
+// worth a row there; in the full run, k8 t4 and k8 t4p, which kAuto takes,
+// at the m = 256 and 1024 only).
 bool Worth(const EnumerateDirectConfig& c, int m, int64_t batch, bool named) {
   const int g = c.group_lanes, r = c.outputs;
   const bool peers_batch =
       (m == 32) || (m == 256 && batch == 4096) || (m == 1024 && batch == 256);
   // The tensor-core kernel from m = 32 on (its routing thresholds).
   if (c.tensor_tiles > 0) {
-    return m >= 32 &&
-           (named || (peers_batch && m >= 256 &&
-                      std::string(c.name).rfind("dmma k8 t", 0) == 0));
+    const std::string name = c.name;
+    return m >= 32 && (named || (peers_batch && m >= 256 &&
+                                 (name.rfind("dmma k8 t4 (", 0) == 0 ||
+                                  name.rfind("dmma k8 t4p", 0) == 0)));
   }
   if (g == 32) return m <= 1024 && peers_batch;
   // Session 9's: split tiles for m = 1024's few tiles, sub-warps with long

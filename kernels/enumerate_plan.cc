@@ -50,17 +50,25 @@ namespace enumerate_internal {
 // k8 t2 already wins, 22.6 against 16.2 and 1.76 against 1.27); float
 // products 769 to 1536 dmma k8 t4 (m = 1024: 7.34 against 6.92; at m = 256,
 // 512 and 2048 the warp-cooperative kernel is as fast or faster).
+// Session 11's mid-session run (H100, 15:11 UTC, Mpairs/s): float products
+// 65 to 192 dmma k8 t4 (m = 128: 297.3 against g1r5x2 (long)'s 273.8),
+// 193 to 1536 dmma k8 t4p, k8 t4 with the next tile prefetched into L2
+// (m = 256: 93.8 against 87.9 and k8 t4's 87.6; m = 1024: 8.24 against
+// k8 t4's 7.83; m = 512: k8 t4 30.4 against g1r5x2's 25.8, t4p between
+// its wins on either side), from 1537 the split tiles still (m = 2048:
+// 1.89 against k8 t4's 1.64); double products 65 to 192 dmma k8 t4 too (m =
+// 128: 278.9 against k8 t2's 224.6), 193 to 4096 k8 t4 (t4p +2% at m = 256,
+// -3% at 1024).
 int AutoLinearConfig(int64_t lx, int64_t ly, bool f32) {
   (void)ly;
   if (lx <= 40) return 1;  // g1r5x2q1: two problems per warp
   if (lx <= 64) return kTensorT2;
   if (f32) {
-    if (lx <= 512) return 13;                        // g1r5x2 (long)
-    if (lx > 768 && lx <= 1536) return kTensorK8T4;  // dmma k8 t4
-    if (lx <= 4096) return 16;                       // g1r7s4 (split)
-    return 9;                                        // g2r15
+    if (lx <= 192) return kTensorK8T4;    // dmma k8 t4
+    if (lx <= 1536) return kTensorK8T4P;  // dmma k8 t4p
+    if (lx <= 4096) return 16;            // g1r7s4 (split)
+    return 9;                             // g2r15
   }
-  if (lx <= 192) return kTensorK8T2;
   if (lx <= 4096) return kTensorK8T4;
   return 9;  // g2r15
 }

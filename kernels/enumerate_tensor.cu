@@ -44,7 +44,10 @@
 // from its own place in the y window) and runs only the steps of its own j
 // range, as the contiguous sub-tiles do (steps outside it add exact zeros:
 // skipping them changes no bit). At m = 256, k8 t4 in two groups of two
-// executes 100 m16n8k8 a problem instead of 144.
+// needs 100 m16n8k8 a problem instead of 144, but measured (session 11) it
+// issues all 144: the compiler predicates the skipped mma's of the
+// unrolled loop instead of branching around them, so the groups cost
+// their extra shared loads and save nothing (g2 ran 6% below k8 t4).
 // Mirrored tasks (tensor_mirror): a warp runs tile t and then tile tiles - 1
 // - t of the same problem, about equal work whatever t, so that the busiest
 // sub-partitions of a batch of few problems do no more than the mean.
@@ -91,8 +94,10 @@
 // same (the staging reads float or double, the rest is double). Measured
 // (session 10, H100): well below that, the mma pipe 23-38% busy; the
 // m16n8k8 tiles of 256 outputs (fewest instructions and shared loads a
-// product) the fastest: m = 256 83-86, m = 1024 7.3-7.9 Mpairs/s (kAuto
-// takes them for double products from 193 on, float 769-1536).
+// product) the fastest: m = 256 83-86, m = 1024 7.3-7.9 Mpairs/s. Session
+// 11: with the prefetch (k8 t4p) float m = 256 93.8, m = 1024 8.24; kAuto
+// takes k8 t4 for both types' shorter operands of 65-192, k8 t4p for float
+// 193-1536, k8 t4 for double 193-4096.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -91,11 +91,11 @@ using enumerate_internal::TileOutputs;
 // compiled configuration.
 TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
   // Float products' choice, and double products' (the tensor-core kernel
-  // from 65 on, up to 4096).
+  // from 41 on, up to 4096; float k8 t4p from 193 to 1536).
   const std::vector<std::tuple<int64_t, int, int>> linear = {
       {1, 1, 1},      {40, 1, 1},     {41, 22, 22},   {64, 22, 22},
-      {65, 13, 24},   {192, 13, 24},  {193, 13, 25},  {512, 13, 25},
-      {513, 16, 25},  {768, 16, 25},  {769, 25, 25},  {1536, 25, 25},
+      {65, 25, 25},   {192, 25, 25},  {193, 31, 25},  {512, 31, 25},
+      {513, 31, 25},  {768, 31, 25},  {769, 31, 25},  {1536, 31, 25},
       {1537, 16, 25}, {2048, 16, 25}, {4096, 16, 25}, {4097, 9, 9},
       {1 << 20, 9, 9}};
   for (const auto& [lx, config, f64] : linear) {
@@ -109,6 +109,7 @@ TEST(EnumeratePlanTest, AutoConfigsFollowTheShorterOperand) {
   EXPECT_STREQ(EnumerateDirectConfigs()[22].name, "dmma t2 (tensor)");
   EXPECT_STREQ(EnumerateDirectConfigs()[24].name, "dmma k8 t2 (tensor)");
   EXPECT_STREQ(EnumerateDirectConfigs()[25].name, "dmma k8 t4 (tensor)");
+  EXPECT_STREQ(EnumerateDirectConfigs()[31].name, "dmma k8 t4p (tensor)");
   EXPECT_STREQ(EnumerateDirectConfigs()[13].name, "g1r5x2 (long)");
   EXPECT_STREQ(EnumerateDirectConfigs()[16].name, "g1r7s4 (split)");
   EXPECT_STREQ(EnumerateDirectConfigs()[18].name, "g1r9s4 (split)");

@@ -153,16 +153,19 @@ inline constexpr DirectConfigDef kDirectConfigDefs[] = {
 inline constexpr int kNumDirectConfigs =
     sizeof(kDirectConfigDefs) / sizeof(kDirectConfigDefs[0]);
 // The tensor-core configurations kAuto takes (AutoLinearConfig).
-inline constexpr int kTensorT2 = 22;    // dmma t2
-inline constexpr int kTensorK8T2 = 24;  // dmma k8 t2
-inline constexpr int kTensorK8T4 = 25;  // dmma k8 t4
+inline constexpr int kTensorT2 = 22;     // dmma t2
+inline constexpr int kTensorK8T4 = 25;   // dmma k8 t4
+inline constexpr int kTensorK8T4P = 31;  // dmma k8 t4p
 static_assert(kDirectConfigDefs[kTensorT2].tensor == 2 &&
                   kDirectConfigDefs[kTensorT2].tensor_k == 4 &&
                   !kDirectConfigDefs[kTensorT2].tensor_contiguous &&
-                  kDirectConfigDefs[kTensorK8T2].tensor == 2 &&
-                  kDirectConfigDefs[kTensorK8T2].tensor_k == 8 &&
                   kDirectConfigDefs[kTensorK8T4].tensor == 4 &&
-                  kDirectConfigDefs[kTensorK8T4].tensor_k == 8,
+                  kDirectConfigDefs[kTensorK8T4].tensor_k == 8 &&
+                  kDirectConfigDefs[kTensorK8T4P].tensor == 4 &&
+                  kDirectConfigDefs[kTensorK8T4P].tensor_k == 8 &&
+                  kDirectConfigDefs[kTensorK8T4P].tensor_group == 0 &&
+                  !kDirectConfigDefs[kTensorK8T4P].tensor_mirror &&
+                  kDirectConfigDefs[kTensorK8T4P].tensor_prefetch,
               "kAuto's tensor configurations");
 
 // Log-space configurations: G members per output, NG outputs per tile
