@@ -131,6 +131,9 @@ enum class Variant {
   // memory), at the streaming planner's blocks a row ("-st") and twice
   // them ("-st-c2x"), and twice them in blocks of 8 warps instead of 16
   // ("-st-8w": four blocks an SM): session 11, issue 11's K from 16,384 on.
+  // Lost to held rows (H100, % of copy at one draw: "-st" 42.5 against 55.0
+  // at 16,384, 35.0 against 37.8 at 2^17; "-st-c2x" and "-st-8w" no
+  // better), so not planned.
   kStreamed,
   kStreamedSplit2,
   kStreamed8Warps,

@@ -123,9 +123,15 @@
 //     quantizations instead of up to 16 dependent load-convert-add steps
 //     (~600 of a draw's ~1,500 cycles). Predicted: +2-4 points at 4 and 32
 //     draws for K = 1,000 to 16,384 (58-69% / 56-66% in session 10).
+//     Measured (mid-session H100 call, % of copy at 4/32 draws, session 10
+//     in brackets): 1,000 60.3/61.0 (58.0/56.4), 1,024 60.6/61.0
+//     (58.6/57.1), 2,048 64.9/65.6 (63.0/61.0), 4,096 73.7/73.4
+//     (68.5/65.9), 8,192 71.7/70.9 (65.9/62.7), 16,384 52.5/51.0
+//     (45.9/42.9); one draw (warp draws) unchanged, 69.0 to 79.6.
 //   * Streamed chunks (CategoricalPlan::block_row_streamed,
 //     categorical_block_stream.cu) for K from 16,384 on, where the two
-//     64 KiB buffers leave one block an SM: see that file.
+//     64 KiB buffers leave one block an SM: lost (42.5 against 55.0 at
+//     16,384, 35.0 against 37.8 at 2^17; see that file), not planned.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 

@@ -44,6 +44,20 @@
 // ~1.5k; a draw ~1.5k. With two blocks an SM out of phase, DRAM stays
 // busy about 70-80% of the time: 60-70% of copy at 16,384 to 2^17 for 1
 // and 4 draws, a few points less at 32 (against 52 / 35-39 / 35 now).
+//
+// Measured (session 11's mid-session H100 call, categorical_bench --issue,
+// f32 weights, % of copy, the same at 1, 4 and 32 draws within a point):
+// K = 4,096 20.0, 8,192 32.8, 16,384 42.5, 20,000 31.3, 2^15 32.1, 2^17
+// 35.0, 64 rows of 2^17 24.7, against block-row's 79.6, 76.1, 55.0, 41.7,
+// 31.4, 37.8 and 22.3; twice the blocks a row lost everywhere (27.3 at
+// 16,384), blocks of 8 warps tied (42.1, 32.6, 34.7). Nsight Compute at
+// 16,384: DRAM 36.7% busy, L2 hit rate 41.2% (50% would be every second-
+// pass load a hit), achieved occupancy 46.4%. So the second pass mostly
+// hits L2 as intended, but the kernel is latency-bound on each row's fixed
+// steps (five or more block barriers, the scan of ~1,000 group totals, the
+// draws), with nothing in flight from DRAM while a block is past its first
+// pass; block-row overlaps the next row's copy with them. Not routed; kept
+// as the benchmark's "block-row-st" for the record.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 

@@ -587,9 +587,12 @@ int64_t BlockRowLargestK() {
 // `tweaks` go to RunOnGpu.
 template <typename T>
 void ExpectScaleNearAPowerOfTwoMatches(InputRng& rng, CategoricalKernel kernel,
-                                       const PlanTweaks& tweaks = {}) {
+                                       const PlanTweaks& tweaks = {},
+                                       std::initializer_list<int64_t> ks = {
+                                           int64_t{1000}, int64_t{4097},
+                                           int64_t{1} << 17}) {
   Batch<T> batch;
-  for (int64_t k : {int64_t{1000}, int64_t{4097}, int64_t{1} << 17}) {
+  for (int64_t k : ks) {
     if (kernel == CategoricalKernel::kBlockRow && k > BlockRowLargestK<T>()) {
       continue;
     }
@@ -1109,6 +1112,38 @@ TYPED_TEST(CategoricalGpuTest, BlockRowStreamedMixedBatch) {
                                             "split ",
                                             split),
                                streamed);
+  }
+}
+
+// A few rows of streamed chunks, for the sanitizers (racecheck within a
+// minute): one launch of rows of K = 1,001 and 20,000 (clusters of 2
+// blocks in float, 4 in double) with 1, 4 (logits) and 32 draws, then rows
+// of 20,000 whose scale needs the contract's S_d (block 0 reads it from
+// global memory, its cluster waits for it); at the planner's blocks a row,
+// and at twice them in blocks of 8 warps.
+TYPED_TEST(CategoricalGpuTest, BlockRowStreamedFewRows) {
+  SAMPLER_SKIP_WITHOUT_GPU();
+  using T = TypeParam;
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(absl::StrCat("input seed ", seed));
+  InputRng rng(seed);
+  Batch<T> batch;
+  for (const int64_t k : {int64_t{1001}, int64_t{20000}}) {
+    for (const int32_t draws : {1, 4, 32}) {
+      batch.Add(rng, 2, k, draws,
+                draws == 4 ? WeightKind::kLogits : WeightKind::kWeights,
+                rng.Bits(), rng.Below(1000), CategoricalKernel::kBlockRow);
+    }
+  }
+  for (const int split : {1, 2}) {
+    PlanTweaks streamed;
+    streamed.block_row_streamed_split = split;
+    streamed.block_row_warps = split == 2 ? 8 : 0;  // "-st-8w"
+    ExpectMatches(batch,
+                  RunOnGpu(batch, CategoricalKernel::kBlockRow, streamed),
+                  absl::StrCat("block row streamed, few rows, split ", split));
+    ExpectScaleNearAPowerOfTwoMatches<T>(rng, CategoricalKernel::kBlockRow,
+                                         streamed, {int64_t{20000}});
   }
 }
 
