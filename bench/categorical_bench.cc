@@ -10,8 +10,7 @@
 // 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
 // lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (also
-// with its prefix tables on and off, "-pt" and "-ce", and from 33 with the
-// next round's rows prefetched, "-pf"), the
+// with its prefix tables on and off: "-pt", "-ce"), the
 // warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
 // from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
@@ -131,9 +130,6 @@ enum class Variant {
   // draws a row).
   kPrefixTable,
   kChunkEnds,
-  // kLaneGroups with the next round's rows prefetched into a second buffer
-  // ("-pf", CategoricalPlan::lane_groups_prefetch; K > 32, several rounds).
-  kPrefetch,
 };
 
 // The label suffix of a variant.
@@ -156,8 +152,6 @@ const char* VariantSuffix(CategoricalKernel kernel, Variant variant) {
       return "-pt";
     case Variant::kChunkEnds:
       return "-ce";
-    case Variant::kPrefetch:
-      return "-pf";
   }
   return "";
 }
@@ -270,9 +264,6 @@ class Bench {
                (variant == Variant::kPrefixTable ||
                 variant == Variant::kChunkEnds)) {
       plan.lane_groups_table = variant == Variant::kPrefixTable;
-    } else if (kernel == CategoricalKernel::kLaneGroups &&
-               variant == Variant::kPrefetch) {
-      plan.lane_groups_prefetch = true;
     } else {
       plan.register_cap = alternate;
     }
@@ -411,7 +402,7 @@ int Main(int argc, char** argv) {
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
-          "lane-groups-pt|lane-groups-ce|lane-groups-pf|"
+          "lane-groups-pt|lane-groups-ce|"
           "block-row|block-row-2x|block-row-c2x|block-row-c4x|"
           "block-row-c8x|block-row-td]\n",
           argv[0]);
@@ -506,10 +497,6 @@ int Main(int argc, char** argv) {
               draws, Variant::kPrefixTable);
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws, Variant::kChunkEnds);
-        }
-        if (k > 32 && k <= kLaneGroupsLargestK) {  // several rounds a task
-          run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
-              draws, Variant::kPrefetch);
         }
         if (k > 32 && k <= kWarpTilesLargestK) {
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,

@@ -280,12 +280,11 @@ fi
 # K = 33 to 64 for up to 4 draws, 65 to 100 for one) beside lane groups as
 # planned and with every row's prefix table forced on ("lane-groups-pt")
 # and off ("-ce": chunk ends; the planner turns tables on from 8 draws a
-# row) and with the next round's rows prefetched ("-pf", K > 32), K = 32,
-# 33, 64, 100, 128, 256, 257, 512 with 1/4/32 draws (about 110 timings), then Nsight Compute on lane groups at K = 32 and 64 with 32
+# row), K = 32, 33, 64, 100, 128, 256, 257, 512 with 1/4/32 draws (about
+# 90 timings), then Nsight Compute on lane groups at K = 32 and 64 with 32
 # draws (tables on) and at K = 32 with one draw.
 if want catsmall; then
-  for label in lanes lane-groups lane-groups-pt lane-groups-ce \
-      lane-groups-pf; do
+  for label in lanes lane-groups lane-groups-pt lane-groups-ce; do
     timeout 100 ./categorical_bench --issue --quick --kernel $label \
       --csv "$work/catsmall_$label.csv" >> "$work/catsmall.log" 2>&1
     summary "categorical $label: rc=$? $(grep -E "^$label " \
