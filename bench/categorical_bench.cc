@@ -9,8 +9,8 @@
 // weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
 // 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (also
-// with its prefix tables on and off: "-pt", "-ce"), the
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (to
+// K = 32 also with its prefix tables on and off: "-pt", "-ce"), the
 // warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
 // from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
@@ -492,7 +492,8 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws);
         }
-        if (k <= kLaneGroupsLargestK) {  // prefix tables on and off
+        if (k <= 32) {  // prefix tables on and off (session 11: they lost
+                        // everywhere else)
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws, Variant::kPrefixTable);
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,

@@ -692,9 +692,9 @@ TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
   }
 }
 
-// Lane groups' prefix tables (the planner's from 8 draws a row) forced on
-// and off at every K to 40 (not multiples of 32 or of 4 among them) and at
-// every group size's edges to 512, with 1, 4 and 32 draws, weights and
+// Lane groups' prefix tables (the planner's at K <= 32 from 32 draws a row)
+// forced on and off at every K to 40 (not multiples of 32 or of 4 among them)
+// and at every group size's edges to 512, with 1, 4 and 32 draws, weights and
 // logits, every FillRow pattern (zeros of both signs, one huge weight
 // among tiny ones, subnormal totals), rows not a multiple of 32 from a
 // first row usually mid-warp.
