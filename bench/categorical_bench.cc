@@ -9,9 +9,8 @@
 // weights, 512 MiB of rows, for the small-K kernel at that K (butterfly below
 // 64, warp per row from 64 on), the row-split kernel (the K where row-split
 // wins at every D is server/cuda_exec_categorical.cc's kRowSplitFromK), the
-// lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (also
-// with its prefix tables on and off, "-pt" and "-ce", and from 33 with the
-// next round's rows prefetched, "-pf"), the
+// lane-per-row kernel up to K = 128, the lane-group kernel up to 512 (to
+// K = 32 also with its prefix tables on and off: "-pt", "-ce"), the
 // warp-tiles kernel from 64 and the block-row kernel (row in shared memory)
 // from 257 to its largest K (BlockRowMaxCategories; --k measures any K);
 // then few rows (64) of K = 4096, 16384 and 2^17 (an LLM batch: 32 MiB at
@@ -143,9 +142,6 @@ enum class Variant {
   // draws a row).
   kPrefixTable,
   kChunkEnds,
-  // kLaneGroups with the next round's rows prefetched into a second buffer
-  // ("-pf", CategoricalPlan::lane_groups_prefetch; K > 32, several rounds).
-  kPrefetch,
 };
 
 // The label suffix of a variant.
@@ -174,8 +170,6 @@ const char* VariantSuffix(CategoricalKernel kernel, Variant variant) {
       return "-pt";
     case Variant::kChunkEnds:
       return "-ce";
-    case Variant::kPrefetch:
-      return "-pf";
   }
   return "";
 }
@@ -306,9 +300,6 @@ class Bench {
                (variant == Variant::kPrefixTable ||
                 variant == Variant::kChunkEnds)) {
       plan.lane_groups_table = variant == Variant::kPrefixTable;
-    } else if (kernel == CategoricalKernel::kLaneGroups &&
-               variant == Variant::kPrefetch) {
-      plan.lane_groups_prefetch = true;
     } else {
       plan.register_cap = alternate;
     }
@@ -457,7 +448,7 @@ int Main(int argc, char** argv) {
           "usage: %s [--quick] [--issue] [--csv FILE] [--k K] [--draws D] "
           "[--kernel butterfly|butterfly-cap|warp-per-row|"
           "prefix-sum|row-split|lanes|warp-tiles|warp-tiles-ef|lane-groups|"
-          "lane-groups-pt|lane-groups-ce|lane-groups-pf|"
+          "lane-groups-pt|lane-groups-ce|"
           "block-row|block-row-2x|block-row-c2x|block-row-c4x|"
           "block-row-c8x|block-row-td|block-row-st|block-row-st-c2x|"
           "block-row-st-8w]\n",
@@ -548,15 +539,12 @@ int Main(int argc, char** argv) {
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws);
         }
-        if (k <= kLaneGroupsLargestK) {  // prefix tables on and off
+        if (k <= 32) {  // prefix tables on and off (session 11: they lost
+                        // everywhere else)
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws, Variant::kPrefixTable);
           run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
               draws, Variant::kChunkEnds);
-        }
-        if (k > 32 && k <= kLaneGroupsLargestK) {  // several rounds a task
-          run(float{}, CategoricalKernel::kLaneGroups, WeightKind::kWeights, k,
-              draws, Variant::kPrefetch);
         }
         if (k > 32 && k <= kWarpTilesLargestK) {
           run(float{}, CategoricalKernel::kWarpTiles, WeightKind::kWeights, k,

@@ -294,21 +294,19 @@ if want catstream; then
 fi
 
 # Session 11 (helper C), issue 11 at K <= 512: the lanes kernel (routed at
-# K = 33 to 64 for up to 4 draws, 65 to 100 for one) beside lane groups as
-# planned and with every row's prefix table forced on ("lane-groups-pt")
-# and off ("-ce": chunk ends; the planner turns tables on from 8 draws a
-# row) and with the next round's rows prefetched ("-pf", K > 32), K = 32,
-# 33, 64, 100, 128, 256, 257, 512 with 1/4/32 draws (about 110 timings), then Nsight Compute on lane groups at K = 32 and 64 with 32
-# draws (tables on) and at K = 32 with one draw.
+# K = 33 to 60 for up to 4 draws, 61 to 100 for one) beside lane groups,
+# and at K = 32 lane groups with their prefix tables forced on
+# ("lane-groups-pt") and off ("-ce"; the planner's from 32 draws), K = 32,
+# 33, 64, 100, 128, 256, 257, 512 with 1/4/32 draws (about 60 timings),
+# then Nsight Compute on lane groups at K = 32 with 1 and 32 draws.
 if want catsmall; then
-  for label in lanes lane-groups lane-groups-pt lane-groups-ce \
-      lane-groups-pf; do
+  for label in lanes lane-groups lane-groups-pt lane-groups-ce; do
     timeout 100 ./categorical_bench --issue --quick --kernel $label \
       --csv "$work/catsmall_$label.csv" >> "$work/catsmall.log" 2>&1
     summary "categorical $label: rc=$? $(grep -E "^$label " \
       "$work/catsmall.log" | sed -E 's/ +/ /g' | tr '\n' ';')"
   done
-  for kd in 32:32 64:32 32:1; do
+  for kd in 32:32 32:1; do
     timeout 120 ncu --clock-control none --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section WarpStateStats \
       --section SchedulerStats --section InstructionStats \

@@ -1071,7 +1071,8 @@ absl::StatusOr<CategoricalPlan> PrepareCategoricalSegments(
             plan.lane_groups_staged || (s.draws >= kLaneGroupsStageFromDraws &&
                                         s.categories <= kLaneGroupsStageUpToK);
         plan.lane_groups_table =
-            plan.lane_groups_table || s.draws >= kLaneGroupsTableFromDraws;
+            plan.lane_groups_table || (s.draws >= kLaneGroupsTableFromDraws &&
+                                       s.categories <= kLaneGroupsTableUpToK);
         break;
     }
     if (need > 0) {

@@ -87,13 +87,13 @@
 // 48.6/45.2/46.1 at 512, against block-row's 26.2/25.4/27.0 and
 // 44.4/42.7/43.5; the service routes lane groups up to 512 since.
 //
-// Session 11: prefix tables (kTable, CategoricalPlan::lane_groups_table,
-// from kLaneGroupsTableFromDraws draws a row): every row keeps its running
-// total at every weight in place of the chunk ends, so a draw is a binary
-// search with no walk re-quantizing weights (session 10's profile at K =
-// 32, 32 draws: about 300 instructions a draw); and, for benchmarks, the
-// next round's rows prefetched into a second buffer (kPrefetch,
-// lane_groups_prefetch) so that a round's load no longer waits alone.
+// Session 11: prefix tables (kTable, CategoricalPlan::lane_groups_table):
+// every row keeps its running total at every weight in place of the chunk
+// ends, so a draw is a binary search with no walk re-quantizing weights.
+// They cut K = 32, 32 draws from 1,338M to 969M warp instructions but
+// take occupancy to 25%, and won only there (23.3 against 21.2% of copy;
+// categorical_lane_groups.h has the numbers). A prefetch of the next
+// round's rows into a second buffer lost at every K (reverted, 725af91).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -131,12 +131,9 @@ constexpr int kBlockThreads = kWarpsPerBlock * kWarpSize;
 // and session 10 measured them at 34.7% of copy at K = 33 and 44.3% at 64
 // against the lanes kernel's 55.5% and 63.3% (one draw). With prefix
 // tables shared memory allows 4 blocks an SM (about 13 KB a warp in
-// float): registers need not bind below that. Prefetching (two row
-// buffers) allows at most 6 (G = 4, K = 128, float) and spilled 16 to 28
-// bytes at 48.
-constexpr int MinBlocks(int group_lanes, bool staged, bool table,
-                        bool prefetch) {
-  return table ? 4 : group_lanes == 2 || prefetch ? 6 : staged ? 8 : 10;
+// float): registers need not bind below that.
+constexpr int MinBlocks(int group_lanes, bool staged, bool table) {
+  return table ? 4 : group_lanes == 2 ? 6 : staged ? 8 : 10;
 }
 // Weights per chunk: one running total is stored per chunk, and a draw
 // walks at most this many weights; 4 for groups of 8 lanes (4 columns a
@@ -204,7 +201,6 @@ __host__ __device__ constexpr size_t TableBytes(int64_t categories) {
 template <typename T>
 struct WarpArea {
   T* rows;
-  T* next_rows;  // kPrefetch: the other round's rows (odd rounds)
   U* chunk_ends;
   int32_t* staged;  // a round's rows x StageStride draws
   U* table;         // kTable: the round's prefix tables (TableBytes)
@@ -460,9 +456,8 @@ __device__ __forceinline__ int32_t FindInTable(const U* table, int k, U x) {
 
 // One warp's task of 32 lane-aligned rows (as kLanes), in G rounds of
 // 32 / G rows, G lanes a row; kTable: each row as a prefix table of every
-// weight instead of chunk ends; kPrefetch (G > 1): the next round's rows
-// copied into a second buffer while this round is sampled.
-template <typename T, int G, bool kStaged, bool kTable, bool kPrefetch>
+// weight instead of chunk ends.
+template <typename T, int G, bool kStaged, bool kTable>
 __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
                                         const CategoricalSegment& seg,
                                         int64_t task, int lane,
@@ -488,46 +483,20 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
   const int t_end = seg.rows - row0 < kWarpSize
                         ? static_cast<int>(seg.rows - row0)
                         : kWarpSize;
-  // Queues round `round`'s rows (those of the task) into `buffer`.
-  const auto queue_round = [&](int round, T* buffer) {
-    const int first = round * kRows;
-    const int rb = max(t_begin, first);
-    const int re = min(t_end, first + kRows);
-    if (rb < re) {
-      QueueRowsCopy(buffer, stride,
-                    p.values + seg.values_offset + (row0 + rb) * k, re - rb, k,
-                    rb - first, lane);
-    }
-  };
-  if constexpr (kPrefetch) {
-    queue_round(0, area.rows);
-    CommitAsyncCopies();
-  }
 #pragma unroll 1
   for (int round = 0; round < G; ++round) {
     const int first = round * kRows;
     const int rb = max(t_begin, first);
     const int re = min(t_end, first + kRows);
-    T* rows = kPrefetch && (round & 1) != 0 ? area.next_rows : area.rows;
-    if constexpr (kPrefetch) {
-      // One group a round: round + 1's copies stay in flight.
-      if (round + 1 < G) {
-        queue_round(round + 1, (round & 1) != 0 ? area.rows : area.next_rows);
-        CommitAsyncCopies();
-        WaitAsyncCopiesButLatest();
-      } else {
-        WaitCommittedCopies();
-      }
-    }
     if (rb >= re) continue;  // the same in every lane
-    if constexpr (!kPrefetch) {
-      queue_round(round, rows);
-      WaitAsyncCopies();
-    }
+    QueueRowsCopy(area.rows, stride,
+                  p.values + seg.values_offset + (row0 + rb) * k, re - rb, k,
+                  rb - first, lane);
+    WaitAsyncCopies();
     __syncwarp();
     const int t = first + slot;
     const bool active = t >= rb && t < re;  // whole groups
-    T* row = rows + slot * stride;
+    T* row = area.rows + slot * stride;
     U* ends = area.chunk_ends + slot * chunk_stride;
     // kTable: this row's prefix table (one lane a row: interleaved).
     U* table = G == 1 ? area.table + lane : area.table + slot * stride;
@@ -604,17 +573,15 @@ __device__ __forceinline__ void RunTask(const SegmentedParams<T>& p,
         __syncwarp();  // the next batch overwrites the staged draws
       }
     }
-    __syncwarp();  // the next round (kPrefetch: the one after) overwrites
-                   // the rows
+    __syncwarp();  // the next round overwrites the rows
   }
 }
 
 // One launch per group size (a kernel holding them all spills: their
 // register needs differ), staged or not (the staging's registers would
 // cost one draw a row as well), with the prefix table or not (G = 1).
-template <typename T, int G, bool kStaged, bool kTable, bool kPrefetch>
-__global__ void __launch_bounds__(kBlockThreads,
-                                  MinBlocks(G, kStaged, kTable, kPrefetch))
+template <typename T, int G, bool kStaged, bool kTable>
+__global__ void __launch_bounds__(kBlockThreads, MinBlocks(G, kStaged, kTable))
     LaneGroupsKernel(const SegmentedParams<T> p, int64_t task_begin,
                      int64_t task_end, int32_t warp_bytes) {
   extern __shared__ __align__(16) unsigned char smem_bytes[];
@@ -625,31 +592,28 @@ __global__ void __launch_bounds__(kBlockThreads,
   if (task >= task_end) return;  // no block-wide synchronization below
   const CategoricalSegment& seg = FindSegment(p.segments, p.num_segments, task);
   unsigned char* mine = smem_bytes + static_cast<size_t>(warp) * warp_bytes;
-  // After the rows (kPrefetch: two buffers): the chunk ends, or the prefix
-  // table in their place.
-  const size_t rows_bytes = RowsBytes(seg.categories, sizeof(T));
-  unsigned char* after_rows = mine + (kPrefetch ? 2 : 1) * rows_bytes;
+  // After the rows: the chunk ends, or the prefix table in their place.
+  unsigned char* after_rows = mine + RowsBytes(seg.categories, sizeof(T));
   const size_t ends_bytes =
       kTable ? TableBytes(seg.categories)
              : static_cast<size_t>(RoundRows(seg.categories) *
                                    ChunkStride(seg.categories)) *
                    sizeof(U);
   const WarpArea<T> area{reinterpret_cast<T*>(mine),
-                         reinterpret_cast<T*>(mine + rows_bytes),
                          reinterpret_cast<U*>(after_rows),
                          reinterpret_cast<int32_t*>(after_rows + ends_bytes),
                          reinterpret_cast<U*>(after_rows)};
-  RunTask<T, G, kStaged, kTable, kPrefetch>(p, seg, task, lane, area);
+  RunTask<T, G, kStaged, kTable>(p, seg, task, lane, area);
 }
 
-template <typename T, int G, bool kTable, bool kPrefetch>
+template <typename T, int G, bool kTable>
 absl::Status LaunchGroupInstance(const SegmentedParams<T>& params,
                                  int64_t task_begin, int64_t task_end,
                                  size_t warp_bytes, bool staged,
                                  cudaStream_t stream) {
   const size_t smem = kWarpsPerBlock * warp_bytes;
-  const auto kernel = staged ? LaneGroupsKernel<T, G, true, kTable, kPrefetch>
-                             : LaneGroupsKernel<T, G, false, kTable, kPrefetch>;
+  const auto kernel = staged ? LaneGroupsKernel<T, G, true, kTable>
+                             : LaneGroupsKernel<T, G, false, kTable>;
   SAMPLER_RETURN_IF_ERROR(
       AllowDynamicSharedMemory(reinterpret_cast<const void*>(kernel), smem));
   const int64_t blocks =
@@ -660,49 +624,27 @@ absl::Status LaunchGroupInstance(const SegmentedParams<T>& params,
   return absl::OkStatus();
 }
 
-// A warp's bytes for any K of G lanes a row (the most, at K = 32 G) with
-// prefix tables in place of the chunk ends (`table`) and two row buffers
-// (`prefetch`), which the planner's size (plan.smem_warp_elems) does not
-// count.
-template <int G>
-size_t LargestWarpBytes(size_t value_bytes, bool staged, bool table,
-                        bool prefetch) {
-  constexpr int64_t kLargestK = int64_t{kWarpSize} * G;
-  const size_t bytes = (prefetch ? 2 : 1) * RowsBytes(kLargestK, value_bytes) +
-                       (table ? TableBytes(kLargestK)
-                              : static_cast<size_t>(RoundRows(kLargestK) *
-                                                    ChunkStride(kLargestK)) *
-                                    sizeof(U)) +
-                       (staged ? static_cast<size_t>(RoundRows(kLargestK) *
-                                                     StageStride(kLargestK)) *
-                                     sizeof(int32_t)
-                               : 0);
-  return (bytes + 15) / 16 * 16;
-}
-
-// One group size's launch: the instance for `table` (plan.lane_groups_table)
-// and `prefetch` (plan.lane_groups_prefetch; one round at G = 1, so none).
+// With `table` (plan.lane_groups_table) a warp holds prefix tables in
+// place of the chunk ends: the most that any K of G lanes a row needs.
 template <typename T, int G>
 absl::Status LaunchGroup(const SegmentedParams<T>& params, int64_t task_begin,
                          int64_t task_end, size_t warp_bytes, bool staged,
-                         bool table, bool prefetch, cudaStream_t stream) {
+                         bool table, cudaStream_t stream) {
   if (task_end <= task_begin) return absl::OkStatus();
-  prefetch = prefetch && G > 1;
-  if (!table && !prefetch) {
-    return LaunchGroupInstance<T, G, false, false>(params, task_begin, task_end,
-                                                   warp_bytes, staged, stream);
+  if (!table) {
+    return LaunchGroupInstance<T, G, false>(params, task_begin, task_end,
+                                            warp_bytes, staged, stream);
   }
-  const size_t bytes = LargestWarpBytes<G>(sizeof(T), staged, table, prefetch);
-  if constexpr (G > 1) {
-    if (prefetch) {
-      return table ? LaunchGroupInstance<T, G, true, true>(
-                         params, task_begin, task_end, bytes, staged, stream)
-                   : LaunchGroupInstance<T, G, false, true>(
-                         params, task_begin, task_end, bytes, staged, stream);
-    }
-  }
-  return LaunchGroupInstance<T, G, true, false>(params, task_begin, task_end,
-                                                bytes, staged, stream);
+  constexpr int64_t kLargestK = int64_t{kWarpSize} * G;
+  size_t table_warp_bytes =
+      RowsBytes(kLargestK, sizeof(T)) + TableBytes(kLargestK) +
+      (staged ? static_cast<size_t>(RoundRows(kLargestK) *
+                                    StageStride(kLargestK)) *
+                    sizeof(int32_t)
+              : 0);
+  table_warp_bytes = (table_warp_bytes + 15) / 16 * 16;
+  return LaunchGroupInstance<T, G, true>(params, task_begin, task_end,
+                                         table_warp_bytes, staged, stream);
 }
 
 }  // namespace
@@ -736,20 +678,19 @@ absl::Status LaunchCategoricalLaneGroups(const CategoricalPlan& plan,
   const int64_t* ends = plan.lane_group_ends;
   const bool staged = plan.lane_groups_staged;
   const bool table = plan.lane_groups_table;
-  const bool prefetch = plan.lane_groups_prefetch;
   SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 1>)(params, 0, ends[0], warp_bytes,
-                                              staged, table, prefetch, stream));
+                                              staged, table, stream));
   SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 2>)(params, ends[0], ends[1],
                                               warp_bytes, staged, table,
-                                              prefetch, stream));
+                                              stream));
   SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 4>)(params, ends[1], ends[2],
                                               warp_bytes, staged, table,
-                                              prefetch, stream));
+                                              stream));
   SAMPLER_RETURN_IF_ERROR((LaunchGroup<T, 8>)(params, ends[2], ends[3],
                                               warp_bytes, staged, table,
-                                              prefetch, stream));
+                                              stream));
   return LaunchGroup<T, 16>(params, ends[3], ends[4], warp_bytes, staged, table,
-                            prefetch, stream);
+                            stream);
 }
 
 template absl::Status LaunchCategoricalLaneGroups<float>(

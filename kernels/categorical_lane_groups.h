@@ -48,20 +48,21 @@ inline constexpr int32_t kLaneGroupsStageFromDraws = 32;
 inline constexpr int64_t kLaneGroupsStageUpToK = 32;
 
 // When every row holds its prefix table (CategoricalPlan::lane_groups_table):
-// some segment with at least this many draws a row. Why: with chunk ends a
-// draw walks up to 8 weights (4, 2 for groups of 8, 16), re-quantizing each
-// (a float-to-integer conversion, 16 a clock an SM, and a divergent loop);
-// session 10's profile at K = 32, 32 draws counts ~300 instructions a draw
-// (1.34e9 warp instructions for 4.2M rows, issue 74% busy). The table costs
-// an 8-byte store a weight (and, for G lanes a row, a G-lane scan of the
-// parts' totals and a second pass adding each part's offset) and about 8
-// KiB more a warp (4 blocks an SM by shared memory, 16 warps, against 8 to
-// 10 blocks); a draw is a binary search of ceil(log2 K) conflict-free (one
-// lane a row) loads and 64-bit compares. Predicted at 32 draws: K = 32
-// 20.6% -> ~50% of copy, K = 64 23.6 -> ~40, K = 128 39.2 -> ~50; at 4
-// draws about even (the lost warps against the walks saved), so from 8
-// until measured (categorical_bench --issue's lane-groups-pt / -ce).
-inline constexpr int32_t kLaneGroupsTableFromDraws = 8;
+// some segment with at least kLaneGroupsTableFromDraws draws a row and at
+// most kLaneGroupsTableUpToK categories. Why: with chunk ends a draw walks
+// up to 8 weights (4, 2 for groups of 8, 16), re-quantizing each; the table
+// costs an 8-byte store a weight and about 8 KiB more a warp (4 blocks an
+// SM). Predicted K = 32, 32 draws 20.6% -> ~50% of copy from session 10's
+// ~300 instructions a draw; measured (H100, session 11 mid-session call,
+// % of copy at 1/4/32 draws, tables forced on against off): K = 32
+// 42.3/39.1/23.2 against 60.3/50.8/21.2, K = 64 35.4/35.3/26.8 against
+// 58.8/54.7/27.9, K = 256 41.5/39.3/36.1 against 59.5/55.2/49.6, K = 512
+// 35.4/33.7/32.9 against 48.2/44.9/45.6. Nsight Compute at K = 32, 32
+// draws: 969M warp instructions against 1,338M (session 10), but 24.7%
+// occupancy (72 registers, shared memory) and 58.8% of issue slots
+// busy: latency-bound. Tables stay only where they won.
+inline constexpr int32_t kLaneGroupsTableFromDraws = 32;
+inline constexpr int64_t kLaneGroupsTableUpToK = 32;
 
 // Dynamic shared memory of one warp for rows of K values of `value_bytes`
 // bytes: one round's rows (32 / group lanes) at an odd row stride, then

@@ -23,17 +23,6 @@ __device__ __forceinline__ void CopyAsync(T* smem, const T* global) {
 __device__ __forceinline__ void WaitAsyncCopies() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
 }
-// Closes the group of copies queued so far (possibly empty), and waits for
-// all groups but the latest (a prefetch left in flight) or for all.
-__device__ __forceinline__ void CommitAsyncCopies() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void WaitAsyncCopiesButLatest() {
-  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-}
-__device__ __forceinline__ void WaitCommittedCopies() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
 
 // Calls f(e, row, col) for every element e = lane + 32 i of `rows` rows
 // of `cols` values laid end to end (row = e / cols, col = e % cols, kept

@@ -20,7 +20,7 @@ absl::StatusOr<double> ExecuteOnGpu(Batch<CategoricalJob>& batch,
                                     CudaSlot& slot);
 // The kernel that ExecuteOnGpu runs a categorical job of `categories` (K)
 // in `precision` with `draws` draws a row on: the lane-group kernel up to
-// K = 512 (the lanes kernel at 33 to 64 for up to 4 draws and at 65 to 100
+// K = 512 (the lanes kernel at 33 to 60 for up to 4 draws and at 61 to 100
 // for one, float only), the block-row
 // kernel from 513 to rows of 80,000 bytes (one block a row up to 64 KiB,
 // clusters past), the warp-tiles kernel from there to 2^15, block-row

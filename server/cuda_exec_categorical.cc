@@ -38,16 +38,17 @@ constexpr int64_t kLaneGroupsUpToK = 512;
 
 // Within that, float rows of K = 33 to kLanesUpToKFewDraws with at most
 // kLanesFewDraws draws a row, and to kLanesUpToKOneDraw with one, go to the
-// lanes kernel (one row a lane, 32 rows a warp at once). Session 10 on an
-// H100 (categorical_bench, % of copy at 1/4/32 draws): K = 33 lanes 55.5
-// against lane groups' 34.7 at one draw; K = 64 63.3/52.4/17.7 against
-// 44.3/42.6/23.6; K = 100 59.1/49.3/21.2 against 56.4/51.3/34.8; K = 128
-// 47.4/40.8/18.1 against 62.0/57.1/39.2; K = 32 56.2/48.9/11.4 against
-// 58.4/49.2/20.6. Lane groups' two lanes a row (33 to 64) hold 16 rows a
-// round, half a warp's rows in flight. Doubles are not measured: lane
-// groups.
+// lanes kernel (one row a lane, 32 rows a warp at once). Session 11 on an
+// H100 (mid-session call, categorical_bench, % of copy at 1/4/32 draws),
+// lanes against lane groups: K = 32 58.0/50.5/11.8 against 60.5/51.0/23.3;
+// K = 33 57.2/49.1/12.2 against 39.0/36.9/21.5; K = 64 65.2/54.1/18.2
+// against 59.2/55.3/26.9 (two lanes a row without their register spills
+// since session 11; 44.3/42.6/23.6 in session 10); K = 100 60.6/50.7/21.9
+// against 58.3/53.2/31.0; K = 128 48.6/42.0/18.6 against 64.1/58.9/33.1.
+// At four draws the lines cross near K = 61 (linear between 33 and 64),
+// hence 60. Doubles are not measured: lane groups.
 constexpr int64_t kLanesFromK = 33;
-constexpr int64_t kLanesUpToKFewDraws = 64;
+constexpr int64_t kLanesUpToKFewDraws = 60;
 constexpr int32_t kLanesFewDraws = 4;
 constexpr int64_t kLanesUpToKOneDraw = 100;
 

@@ -196,8 +196,6 @@ struct PlanTweaks {
   // Lane groups' prefix table (one lane a row, K <= 32) forced on (1) or
   // off (0) whatever the draws ("-pt", "-ce"); -1: as planned.
   int lane_groups_table = -1;
-  // Lane groups prefetching the next round's rows ("-pf").
-  bool lane_groups_prefetch = false;
 };
 
 // Runs `batch` through `kernel` on the GPU (the staging pipeline, with the
@@ -233,7 +231,6 @@ std::vector<int32_t> RunOnGpu(const Batch<T>& batch, CategoricalKernel kernel,
   if (tweaks.lane_groups_table >= 0) {
     builder.mutable_plan().lane_groups_table = tweaks.lane_groups_table == 1;
   }
-  builder.mutable_plan().lane_groups_prefetch = tweaks.lane_groups_prefetch;
   if (tweaks.block_row_ctas > 0) {
     const absl::Status replanned = ReplanBlockRowCtas(
         largest_k, tweaks.block_row_ctas, &builder.mutable_plan());
@@ -709,10 +706,9 @@ TYPED_TEST(CategoricalGpuTest, LanesManyRowsAndChunks) {
   }
 }
 
-// Lane groups' prefix tables (the planner's from 8 draws a row) forced on
-// and off, each with and without the next round's rows prefetched, at
-// every K to 40 (not multiples of 32 or of 4 among them) and at
-// every group size's edges to 512, with 1, 4 and 32 draws, weights and
+// Lane groups' prefix tables (the planner's at K <= 32 from 32 draws a row)
+// forced on and off at every K to 40 (not multiples of 32 or of 4 among them)
+// and at every group size's edges to 512, with 1, 4 and 32 draws, weights and
 // logits, every FillRow pattern (zeros of both signs, one huge weight
 // among tiny ones, subnormal totals), rows not a multiple of 32 from a
 // first row usually mid-warp.
@@ -723,9 +719,7 @@ TYPED_TEST(CategoricalGpuTest, LaneGroupsPrefixTableMatchesCpu) {
   SCOPED_TRACE(absl::StrCat("input seed ", seed));
   InputRng rng(seed);
   const CategoricalKernel kernel = CategoricalKernel::kLaneGroups;
-  for (const int config : {0, 1, 2, 3}) {
-    const int table = config & 1;
-    const bool prefetch = config >= 2;
+  for (const int table : {1, 0}) {
     for (WeightKind kind : {WeightKind::kWeights, WeightKind::kLogits}) {
       for (const int32_t draws : {1, 4, 32}) {
         Batch<T> batch;
@@ -741,11 +735,9 @@ TYPED_TEST(CategoricalGpuTest, LaneGroupsPrefixTableMatchesCpu) {
         }
         PlanTweaks tweaks;
         tweaks.lane_groups_table = table;
-        tweaks.lane_groups_prefetch = prefetch;
-        ExpectMatches(
-            batch, RunOnGpu(batch, kernel, tweaks),
-            absl::StrCat("lane groups, table ", table, ", prefetch ", prefetch,
-                         ", D ", draws, " ", KindName(kind)));
+        ExpectMatches(batch, RunOnGpu(batch, kernel, tweaks),
+                      absl::StrCat("lane groups, table ", table, ", D ", draws,
+                                   " ", KindName(kind)));
       }
     }
   }

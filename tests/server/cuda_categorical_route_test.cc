@@ -27,8 +27,9 @@ TEST(CudaCategoricalRouteTest, LaneGroupsUpTo512) {
     }
     // Many draws from 33 to 100; doubles at every draw count.
     EXPECT_EQ(CategoricalKernelFor(33, p, 5), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(61, p, 4), CategoricalKernel::kLaneGroups);
     EXPECT_EQ(CategoricalKernelFor(64, p, 32), CategoricalKernel::kLaneGroups);
-    EXPECT_EQ(CategoricalKernelFor(65, p, 4), CategoricalKernel::kLaneGroups);
+    EXPECT_EQ(CategoricalKernelFor(64, p, 2), CategoricalKernel::kLaneGroups);
     EXPECT_EQ(CategoricalKernelFor(100, p, 2), CategoricalKernel::kLaneGroups);
   }
   EXPECT_EQ(CategoricalKernelFor(33, Precision::kFloat64, 1),
@@ -37,14 +38,14 @@ TEST(CudaCategoricalRouteTest, LaneGroupsUpTo512) {
             CategoricalKernel::kLaneGroups);
 }
 
-// Float rows of 33 to 64 with up to 4 draws, of 65 to 100 with one.
+// Float rows of 33 to 60 with up to 4 draws, of 61 to 100 with one.
 TEST(CudaCategoricalRouteTest, LanesForFewDrawsFrom33) {
   const Precision f32 = Precision::kFloat32;
   for (const int32_t draws : {1, 2, 4}) {
     EXPECT_EQ(CategoricalKernelFor(33, f32, draws), CategoricalKernel::kLanes);
-    EXPECT_EQ(CategoricalKernelFor(64, f32, draws), CategoricalKernel::kLanes);
+    EXPECT_EQ(CategoricalKernelFor(60, f32, draws), CategoricalKernel::kLanes);
   }
-  EXPECT_EQ(CategoricalKernelFor(65, f32, 1), CategoricalKernel::kLanes);
+  EXPECT_EQ(CategoricalKernelFor(61, f32, 1), CategoricalKernel::kLanes);
   EXPECT_EQ(CategoricalKernelFor(100, f32, 1), CategoricalKernel::kLanes);
   // One draw is the default.
   EXPECT_EQ(CategoricalKernelFor(64, f32), CategoricalKernel::kLanes);

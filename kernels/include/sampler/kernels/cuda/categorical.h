@@ -222,17 +222,13 @@ struct CategoricalPlan {
   // and write them out together (instances with more registers), otherwise each
   // lane writes its own.
   bool lane_groups_staged = false;
-  // kLaneGroups: whether some segment has kLaneGroupsTableFromDraws (8) or
-  // more draws a row (categorical_lane_groups.h); then every row keeps its
-  // running total at every weight in place of the chunk ends (about 8 KiB
-  // more a warp) and a draw is a binary search over it, with no walk
-  // re-quantizing weights. Same bits; benchmarks may set it for any draws.
+  // kLaneGroups: whether some segment has kLaneGroupsTableFromDraws (32) or
+  // more draws a row and at most kLaneGroupsTableUpToK (32) categories
+  // (categorical_lane_groups.h); then every row keeps its running total at
+  // every weight in place of the chunk ends (about 8 KiB more a warp) and
+  // a draw is a binary search over it, with no walk re-quantizing weights.
+  // Same bits; benchmarks may set it for any segments.
   bool lane_groups_table = false;
-  // kLaneGroups, for benchmarks (session 11): groups of 2 to 16 lanes copy
-  // the next round's rows into a second buffer while they sample this
-  // round's (a round's load no longer waits alone: at K = 257 to 512 a
-  // round is 2 rows, session 10's 41.7-48.6% of copy). Same bits.
-  bool lane_groups_prefetch = false;
   // kWarpTiles only, for benchmarks (issue 11's lever 2): the second pass
   // and the draws load with the evict-first (streaming) policy, so that L2
   // drops a row's lines once they are re-read and keeps the rows still
