@@ -251,8 +251,10 @@ WHY = {
                   "steps (g2) saved nothing, as the compiler predicated the skipped mma's (ncu: "
                   "144 DMMA a problem, not 100), and mirrored tile pairs lost at m = 1024 (half "
                   "the warps)."),
-    "categorical": ("categorical-ncu-h100-session10-2026-11-26.md (Nsight Compute of every routed kernel "
-                    "still below 70%): lane groups (to K = 512) are issue-bound (74-79% of issue slots, "
+    "categorical": ("categorical-ncu-h100-session11-2026-11-26.md (Nsight Compute of every routed case "
+                    "still below 70% in session 11, with each case's issue cost a weight against the "
+                    "budget that every issue slot allows at 70%: at K <= 512 the cost is at or near the "
+                    "budget, from 1,000 well under it at 25-49% occupancy) and session 10's: lane groups (to K = 512) are issue-bound (74-79% of issue slots, "
                     "DRAM 29-33%) on the contract's per-weight work and, with many draws, on each draw's "
                     "Philox block, multiply and search. Block-row (513 to 80,000-byte rows, clusters to "
                     "2^17) reads each row once but is latency-bound at 25-37% occupancy set by the rows "
